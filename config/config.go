@@ -1,0 +1,82 @@
+package config
+
+// Config is a whole loaded configuration: the `defaults` section and every
+// named client, each already merged over `defaults` and the built-in
+// defaults. A Config built in code is taken as is; start each ClientConfig
+// from Default(). A Config is a value: Load returns a fresh one each time and
+// nothing in switchboard changes one it was given.
+type Config struct {
+	// Defaults is the effective `defaults` section; unknown client names
+	// handed to Registry.Get follow it.
+	Defaults ClientConfig `koanf:"defaults" json:"defaults"`
+	// Clients maps each client name to its effective configuration.
+	Clients map[string]ClientConfig `koanf:"clients" json:"clients"`
+
+	// Provenance says, for the defaults and each client, which layer set each
+	// effective key. It is nil for a Config built in code.
+	Provenance *Provenance `koanf:"-" json:"-"`
+	// Files lists the files the config was read from, for watching. Secret
+	// and TLS files named in the config are included.
+	Files []string `koanf:"-" json:"-"`
+	// InputHash is a digest of every input of a load (file bytes, the env
+	// variables and flags read); equal hashes mean an identical load. Empty
+	// for a Config built in code.
+	InputHash string `koanf:"-" json:"-"`
+}
+
+// Layer names where an effective value came from.
+type Layer int
+
+// The layers, lowest first.
+const (
+	LayerBuiltin Layer = iota // the built-in defaults
+	LayerFile                 // the YAML file
+	LayerEnv                  // an environment variable
+	LayerFlag                 // a command-line flag
+)
+
+// String returns "built-in", "file", "env" or "flag".
+func (l Layer) String() string {
+	switch l {
+	case LayerFile:
+		return "file"
+	case LayerEnv:
+		return "env"
+	case LayerFlag:
+		return "flag"
+	default:
+		return "built-in"
+	}
+}
+
+// Origin is where one effective key got its value.
+type Origin struct {
+	Layer Layer
+	// Name is the file path, the env variable name, or the flag as given
+	// (for example "--set clients.billing.timeout" or "--clients.billing.timeout").
+	// Empty for LayerBuiltin.
+	Name string
+	// Line is the 1-based line in the file, when Layer is LayerFile; 0 if unknown.
+	Line int
+	// Path is the key path that was set in that layer, e.g.
+	// "defaults.retry.max_retries" for a client key inherited from defaults.
+	Path string
+}
+
+// Provenance maps each effective key of the defaults and of every client to
+// its Origin. Keys are dotted paths relative to the client section, such as
+// "retry.max_retries" or "headers.User-Agent".
+type Provenance struct {
+	Defaults map[string]Origin
+	Clients  map[string]map[string]Origin
+}
+
+// Of returns where key of client got its value; ok is false when the
+// provenance does not know the client or key.
+func (p *Provenance) Of(client, key string) (o Origin, ok bool) {
+	if p == nil {
+		return Origin{}, false
+	}
+	o, ok = p.Clients[client][key]
+	return o, ok
+}

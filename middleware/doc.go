@@ -1,0 +1,24 @@
+// Package middleware holds every http.RoundTripper decorator of a switchboard
+// pipeline and the settings type each reads.
+//
+// A client's pipeline, outermost first:
+//
+//	Timeout            one deadline over the whole logical call
+//	 └ circuit breaker  one outcome per logical call (after retries)
+//	    └ bulkhead      one slot per logical call
+//	       └ Retry      budget, backoff with jitter, Retry-After, body replay
+//	          └ attempt timeout
+//	             └ rate limit    every attempt takes a token
+//	                └ headers, host-pinned auth
+//	                   └ logging  one record per attempt, URL redacted
+//	                      └ base *http.Transport
+//
+// Every layer keeps the http.RoundTripper contract: it never changes the
+// caller's request (it clones), it closes the request body, it returns a
+// response or an error, never both nil, and it is safe for concurrent use.
+// The retry and breaker layers read status codes, which a plain
+// RoundTripper is not meant to do; that is their job.
+//
+// The package imports only the standard library and golang.org/x/time/rate;
+// configuration, reload and the registry live in other packages.
+package middleware

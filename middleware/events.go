@@ -1,0 +1,104 @@
+package middleware
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// The event names. Each is the value of the `event` attribute of a slog
+// record and the Name of an Event given to an Observer. They are part of the
+// contract: renaming one is a breaking change.
+const (
+	EventRetryAttempt         = "retry.attempt"
+	EventRetryExhausted       = "retry.exhausted"
+	EventRetryBudgetExhausted = "retry.budget_exhausted"
+	EventCircuitOpened        = "circuit.opened"
+	EventCircuitHalfOpen      = "circuit.half_open"
+	EventCircuitClosed        = "circuit.closed"
+	EventCircuitRejected      = "circuit.rejected"
+	EventBulkheadRejected     = "bulkhead.rejected"
+	EventRateLimitWaited      = "ratelimit.waited"
+	EventTimeoutExceeded      = "timeout.exceeded"
+	EventConfigReloaded       = "config.reloaded"
+	EventConfigRejected       = "config.rejected"
+)
+
+// Event is one thing that happened in a pipeline, as handed to an Observer.
+// Fields that do not apply to an event are zero. URL is always redacted.
+type Event struct {
+	Name    string        // one of the Event* constants
+	Client  string        // the client's name
+	Method  string        // request method, when the event concerns a request
+	URL     string        // redacted request URL
+	Host    string        // request URL host (breaker scope "host")
+	Attempt int           // 1-based attempt number
+	Status  int           // response status, 0 if none
+	Delay   time.Duration // a wait: backoff before a retry, limiter wait, time until the next probe
+	Err     error         // the error, already redacted
+	Reason  string        // free text: why a breaker opened, why a reload was rejected
+}
+
+// Observer receives every event of the clients it is given to, for metrics.
+// OnEvent is called synchronously on the request's goroutine and never with
+// a lock held; it must be safe for concurrent use and should be quick.
+type Observer interface {
+	OnEvent(ctx context.Context, e Event)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(ctx context.Context, e Event)
+
+// OnEvent calls f(ctx, e).
+func (f ObserverFunc) OnEvent(ctx context.Context, e Event) { f(ctx, e) }
+
+// Events sends events to a logger and an observer. The zero value drops
+// every event. It is safe for concurrent use.
+type Events struct {
+	Client   string
+	Logger   *slog.Logger // nil: no log records
+	Observer Observer     // nil: no observer
+}
+
+// Emit logs e at level with its `event` attribute and hands it to the observer.
+// It builds the record only when the logger is enabled at level, so a
+// disabled level costs no allocation.
+func (ev *Events) Emit(ctx context.Context, level slog.Level, e Event) {
+	if ev == nil {
+		return
+	}
+	e.Client = ev.Client
+	if ev.Observer != nil {
+		ev.Observer.OnEvent(ctx, e)
+	}
+	if ev.Logger == nil || !ev.Logger.Enabled(ctx, level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 10)
+	attrs = append(attrs, slog.String("event", e.Name), slog.String("client", e.Client))
+	if e.Method != "" {
+		attrs = append(attrs, slog.String("method", e.Method))
+	}
+	if e.URL != "" {
+		attrs = append(attrs, slog.String("url", e.URL))
+	}
+	if e.Host != "" {
+		attrs = append(attrs, slog.String("host", e.Host))
+	}
+	if e.Attempt > 0 {
+		attrs = append(attrs, slog.Int("attempt", e.Attempt))
+	}
+	if e.Status > 0 {
+		attrs = append(attrs, slog.Int("status", e.Status))
+	}
+	if e.Delay > 0 {
+		attrs = append(attrs, slog.Duration("delay", e.Delay))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, slog.String("error", e.Err.Error()))
+	}
+	if e.Reason != "" {
+		attrs = append(attrs, slog.String("reason", e.Reason))
+	}
+	ev.Logger.LogAttrs(ctx, level, e.Name, attrs...)
+}

@@ -1,0 +1,98 @@
+package middleware
+
+import "time"
+
+// Jitter names how the retry layer randomises the delay before a retry.
+// The zero value "" means JitterFull.
+type Jitter string
+
+// The jitter kinds. For retry n (1-based) let cap = min(MaxBackoff, InitialBackoff·2^(n-1)).
+const (
+	JitterFull         Jitter = "full"         // uniform in [0, cap]
+	JitterEqual        Jitter = "equal"        // cap/2 + uniform in [0, cap/2]
+	JitterDecorrelated Jitter = "decorrelated" // uniform in [InitialBackoff, 3·previous delay], at most MaxBackoff
+	JitterNone         Jitter = "none"         // exactly cap
+)
+
+// Built-in retry defaults; the README's defaults table shows the same values.
+const (
+	DefaultMaxRetries      = 3
+	DefaultInitialBackoff  = 500 * time.Millisecond
+	DefaultMaxBackoff      = 30 * time.Second
+	DefaultJitter          = JitterFull
+	DefaultMaxBufferedBody = 1 << 20 // 1 MiB
+	DefaultBudgetRatio     = 0.2
+	DefaultBudgetMinPerSec = 10
+	DefaultBudgetTTL       = 10 * time.Second
+)
+
+// DefaultRetryableStatus returns the status codes retried when
+// RetrySettings.RetryableStatus is left at its default: 429, 502, 503, 504.
+func DefaultRetryableStatus() []int { return []int{429, 502, 503, 504} }
+
+// IdempotentMethods returns the methods retried when RetrySettings.RetryableMethods
+// is empty and RetryAllMethods is false: GET, HEAD, OPTIONS, PUT, DELETE.
+func IdempotentMethods() []string { return []string{"GET", "HEAD", "OPTIONS", "PUT", "DELETE"} }
+
+// RetrySettings is the `retry` block of a client. The zero value retries nothing
+// (MaxRetries 0). DefaultRetrySettings returns the built-in values.
+type RetrySettings struct {
+	// MaxRetries is how many times a logical call is retried after its first
+	// attempt. Zero turns retry off.
+	MaxRetries int `koanf:"max_retries" json:"max_retries"`
+	// InitialBackoff is the cap of the first retry's delay; each further retry
+	// doubles it, up to MaxBackoff.
+	InitialBackoff time.Duration `koanf:"initial_backoff" json:"initial_backoff"`
+	// MaxBackoff caps every delay. A Retry-After longer than MaxBackoff is not
+	// waited for: the response is returned at once.
+	MaxBackoff time.Duration `koanf:"max_backoff" json:"max_backoff"`
+	// Jitter picks how the delay is randomised; "" means JitterFull.
+	Jitter Jitter `koanf:"jitter" json:"jitter"`
+	// RetryableStatus lists the response status codes that are retried.
+	RetryableStatus []int `koanf:"retryable_status" json:"retryable_status"`
+	// RetryableMethods replaces the idempotent method set when not empty.
+	RetryableMethods []string `koanf:"retryable_methods" json:"retryable_methods"`
+	// RetryAllMethods retries every method, POST and PATCH included.
+	RetryAllMethods bool `koanf:"retry_all_methods" json:"retry_all_methods"`
+	// AttemptTimeout is the deadline of each attempt. Zero means none.
+	AttemptTimeout time.Duration `koanf:"attempt_timeout" json:"attempt_timeout"`
+	// MaxBufferedBody is how many bytes of a request body without GetBody are
+	// buffered so that it can be replayed. A longer body is sent once, unretried.
+	// Zero means bodies without GetBody are never retried.
+	MaxBufferedBody int64 `koanf:"max_buffered_body" json:"max_buffered_body"`
+	// Budget caps retries across all calls of the client.
+	Budget BudgetSettings `koanf:"budget" json:"budget"`
+}
+
+// BudgetSettings is the `retry.budget` block: a Finagle-style retry budget.
+// Within a sliding TTL, retries may add at most Ratio to the first attempts,
+// plus MinPerSecond retries a second that are always allowed. A zero Ratio
+// and zero MinPerSecond allow no retries at all; a zero TTL turns the budget
+// off (every retry allowed).
+type BudgetSettings struct {
+	// Ratio is the share of first attempts that retries may add (0.2 = 20%).
+	Ratio float64 `koanf:"ratio" json:"ratio"`
+	// MinPerSecond retries a second are allowed whatever the ratio.
+	MinPerSecond float64 `koanf:"min_per_second" json:"min_per_second"`
+	// TTL is how long a deposit (a first attempt) counts towards the budget.
+	TTL time.Duration `koanf:"ttl" json:"ttl"`
+}
+
+// DefaultRetrySettings returns the built-in retry settings. Each call returns
+// fresh slices, so callers may change the result.
+func DefaultRetrySettings() RetrySettings {
+	return RetrySettings{
+		MaxRetries:       DefaultMaxRetries,
+		InitialBackoff:   DefaultInitialBackoff,
+		MaxBackoff:       DefaultMaxBackoff,
+		Jitter:           DefaultJitter,
+		RetryableStatus:  DefaultRetryableStatus(),
+		RetryableMethods: []string{},
+		MaxBufferedBody:  DefaultMaxBufferedBody,
+		Budget: BudgetSettings{
+			Ratio:        DefaultBudgetRatio,
+			MinPerSecond: DefaultBudgetMinPerSec,
+			TTL:          DefaultBudgetTTL,
+		},
+	}
+}

@@ -1,0 +1,50 @@
+package middleware
+
+// AuthSettings is the `auth` block. The zero value sends no credential.
+// A credential is only ever sent to Host; config validation rejects a
+// credential without a Host.
+type AuthSettings struct {
+	// Host is the exact URL host (host[:port] as written in request URLs) that
+	// receives the credential. Other hosts, redirects included, get none.
+	Host string `koanf:"host" json:"host"`
+	// BearerToken is sent as "Authorization: Bearer <token>".
+	BearerToken string `koanf:"bearer_token" json:"bearer_token" secret:"true"`
+	// BearerTokenFile is read (and trimmed) instead of BearerToken; it is
+	// re-read when it changes, for rotating tokens.
+	BearerTokenFile string `koanf:"bearer_token_file" json:"bearer_token_file"`
+	// Basic holds HTTP basic credentials.
+	Basic BasicAuth `koanf:"basic" json:"basic"`
+}
+
+// BasicAuth is the `auth.basic` block. The zero value sends no credential.
+type BasicAuth struct {
+	Username     string `koanf:"username" json:"username"`
+	Password     string `koanf:"password" json:"password" secret:"true"`
+	PasswordFile string `koanf:"password_file" json:"password_file"`
+}
+
+// HasCredential reports whether the settings carry any credential.
+func (a AuthSettings) HasCredential() bool {
+	return a.BearerToken != "" || a.BearerTokenFile != "" ||
+		a.Basic.Username != "" || a.Basic.Password != "" || a.Basic.PasswordFile != ""
+}
+
+// LogLevel is the `logging.level` of a client: the slog level of its
+// one-record-per-attempt log. The zero value "" means LogDebug.
+type LogLevel string
+
+// The logging levels.
+const (
+	LogDebug LogLevel = "debug"
+	LogInfo  LogLevel = "info"
+	LogOff   LogLevel = "off"
+)
+
+// LoggingSettings is the `logging` block.
+type LoggingSettings struct {
+	// Level is debug, info or off.
+	Level LogLevel `koanf:"level" json:"level"`
+}
+
+// DefaultLoggingSettings returns the built-in logging settings (debug).
+func DefaultLoggingSettings() LoggingSettings { return LoggingSettings{Level: LogDebug} }
