@@ -102,3 +102,9 @@ func (ev *Events) Emit(ctx context.Context, level slog.Level, e Event) {
 	}
 	ev.Logger.LogAttrs(ctx, level, e.Name, attrs...)
 }
+
+// on reports whether Emit would do anything at level, so that callers can
+// skip building an Event (redacting its URL and error) that nobody receives.
+func (ev *Events) on(ctx context.Context, level slog.Level) bool {
+	return ev != nil && (ev.Observer != nil || (ev.Logger != nil && ev.Logger.Enabled(ctx, level)))
+}

@@ -44,13 +44,17 @@ type RetrySettings struct {
 	// doubles it, up to MaxBackoff.
 	InitialBackoff time.Duration `koanf:"initial_backoff" json:"initial_backoff"`
 	// MaxBackoff caps every delay. A Retry-After longer than MaxBackoff is not
-	// waited for: the response is returned at once.
+	// waited for: the response is returned at once. Zero means no cap (in
+	// code; the configuration's default is DefaultMaxBackoff).
 	MaxBackoff time.Duration `koanf:"max_backoff" json:"max_backoff"`
 	// Jitter picks how the delay is randomised; "" means JitterFull.
 	Jitter Jitter `koanf:"jitter" json:"jitter"`
-	// RetryableStatus lists the response status codes that are retried.
+	// RetryableStatus lists the response status codes that are retried. Nil
+	// means DefaultRetryableStatus(); an empty non-nil list retries no status
+	// (transport errors only).
 	RetryableStatus []int `koanf:"retryable_status" json:"retryable_status"`
 	// RetryableMethods replaces the idempotent method set when not empty.
+	// Entries are upper-cased; request methods are matched case-sensitively.
 	RetryableMethods []string `koanf:"retryable_methods" json:"retryable_methods"`
 	// RetryAllMethods retries every method, POST and PATCH included.
 	RetryAllMethods bool `koanf:"retry_all_methods" json:"retry_all_methods"`

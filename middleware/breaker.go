@@ -1,0 +1,270 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrCircuitOpen is matched, with errors.Is, by the error of every call that
+// a Breaker rejected (a *CircuitOpenError), also through the *url.Error that
+// http.Client wraps around it.
+var ErrCircuitOpen = errors.New("circuit breaker is open")
+
+// CircuitOpenError is the error of a call rejected by an open breaker, or
+// by a half-open one whose probe slots are all taken. errors.Is(err,
+// ErrCircuitOpen) reports true for it. The zero value reads as a rejection
+// by a half-open breaker of scope client. It is not changed once returned,
+// so it is safe for concurrent use.
+type CircuitOpenError struct {
+	// Host is the URL host whose breaker rejected the call in scope host;
+	// "" in scope client.
+	Host string
+	// RetryIn is the time until the breaker admits its next probe. Zero means
+	// the breaker is half-open and waits for the probes in flight.
+	RetryIn time.Duration
+}
+
+// Error names the host (scope host) and the time until the next probe.
+func (e *CircuitOpenError) Error() string {
+	var sb strings.Builder
+	sb.WriteString("switchboard: circuit breaker ")
+	if e.Host != "" {
+		sb.WriteString("for host ")
+		sb.WriteString(e.Host)
+		sb.WriteString(" ")
+	}
+	sb.WriteString("is open: ")
+	if e.RetryIn > 0 {
+		d := e.RetryIn
+		if d >= time.Millisecond {
+			d = d.Round(time.Millisecond)
+		}
+		sb.WriteString("next probe in ")
+		sb.WriteString(d.String())
+	} else {
+		sb.WriteString("waiting for the half-open probes in flight")
+	}
+	return sb.String()
+}
+
+// Is reports whether target is ErrCircuitOpen.
+func (e *CircuitOpenError) Is(target error) bool { return target == ErrCircuitOpen }
+
+// BreakerOptions are the code-only parts of a Breaker: hooks that a config
+// file cannot express. The zero value is valid: default failure
+// classification, no callback, no events, 1024 hosts. NewBreaker copies
+// it; the hooks it holds must be safe for concurrent use.
+type BreakerOptions struct {
+	// IsFailure classifies the outcome of a call that the caller did not
+	// abandon (see Breaker). Nil means IsBreakerFailure: a transport error or
+	// a status >= 500. It is called on the request's goroutine, without any
+	// lock held, and must be safe for concurrent use.
+	IsFailure func(resp *http.Response, err error) bool
+	// OnStateChange is called after every state change of the breaker (of
+	// one host's breaker in scope host, host "" in scope client). It is never
+	// called with a lock held, so it may call the Breaker's methods. Calls
+	// are made one at a time and in the order of the changes, on the
+	// goroutine of one of the requests involved. Nil means no callback.
+	OnStateChange func(host string, from, to BreakerState)
+	// Events receives EventCircuitOpened (slog.LevelWarn),
+	// EventCircuitHalfOpen and EventCircuitClosed (slog.LevelInfo) and
+	// EventCircuitRejected (slog.LevelDebug: an open breaker rejects every
+	// call, and the opened event already says so at WARN; an Observer sees
+	// them all). Nil emits nothing.
+	Events *Events
+	// MaxHosts bounds how many hosts a breaker of scope host tracks. Zero
+	// (or less) means DefaultBreakerMaxHosts. A new host that finds the
+	// bound reached makes the breaker forget the least recently used closed
+	// host; when every tracked host is open or half-open, it forgets the
+	// least recently used of those, whose next call then finds a fresh,
+	// closed breaker. New hosts are never refused nor rejected.
+	MaxHosts int
+}
+
+// IsBreakerFailure is the default BreakerOptions.IsFailure: it reports true
+// for a transport error, a missing response and a status >= 500; 429 and
+// every other status below 500 are successes, since the backend answered.
+// It is safe for concurrent use.
+func IsBreakerFailure(resp *http.Response, err error) bool {
+	return err != nil || resp == nil || resp.StatusCode >= 500
+}
+
+// Breaker is a circuit breaker: it stops calling a backend that keeps
+// failing, and tries it again after a cooldown.
+//
+// Closed, it lets calls through and counts their outcomes: in consecutive
+// mode it opens after FailureThreshold failures in a row (one success resets
+// the count); in rate mode it opens when at least MinimumCalls outcomes fall
+// in the rolling Window and the share of failures among them reaches
+// FailureRateThreshold (checked at every outcome; outcomes age out in steps
+// of Window/10). Open, it rejects every call at once with a
+// *CircuitOpenError that carries the time until the next probe. Once
+// Cooldown has passed since it opened, the next call finds it half-open: it
+// admits up to HalfOpenMaxRequests probes at a time (rejecting the others
+// as open); SuccessThreshold probe successes close it and one probe failure
+// opens it again for a new Cooldown.
+//
+// One logical call is one outcome: the layer sits outside retry. A failure
+// is what BreakerOptions.IsFailure says, by default a transport error or a
+// status >= 500. A call that ends with an error after the caller's own
+// context ended (cancelled, or past the caller's deadline) counts as neither
+// success nor failure in every state, and a half-open probe abandoned that
+// way frees its slot. A call cut off by the deadline of the Timeout layer is
+// not the caller's doing: it is a failure, so that a backend that hangs
+// opens the breaker. Outcomes of calls admitted before a state change (a
+// generation, as in gobreaker) are not counted in the new state.
+//
+// In scope client the breaker has one state; in scope host it has one per
+// request URL host (req.URL.Host as written), bounded by
+// BreakerOptions.MaxHosts: least recently used closed hosts are forgotten
+// first, and open ones only when no closed host is left.
+//
+// The move from open to half-open happens at the first call after the
+// cooldown; State and States report it already but change nothing. State
+// changes are reported to BreakerOptions.OnStateChange and as events,
+// after the breaker's lock is released.
+//
+// Disabled (BreakerSettings.Enabled false), the layer passes every call
+// through untouched and counts nothing; its state reads closed.
+//
+// A Breaker is created with NewBreaker; the zero value is not usable. It
+// is safe for concurrent use.
+type Breaker struct {
+	isFailure func(*http.Response, error) bool
+	onChange  func(host string, from, to BreakerState)
+	ev        *Events
+	maxHosts  int
+
+	// conf is the current settings. It is written under mu and read without
+	// it by the fast path, which may act on the settings of a moment ago.
+	conf atomic.Pointer[breakerConf]
+	// client is the one circuit of scope client. It is never replaced, so
+	// the fast path can read its atomic mirrors without mu; its other fields
+	// are guarded by mu.
+	client circuit
+
+	mu         sync.Mutex
+	hosts      hostTable           // guarded by mu; scope host
+	pending    []pendingTransition // guarded by mu; changes not yet reported
+	delivering bool                // guarded by mu; a goroutine is reporting pending
+}
+
+// NewBreaker returns a breaker with the settings s and the options o. The
+// zero value of a field of s means its built-in default (see
+// newBreakerConf and DefaultBreakerSettings), except Enabled: a breaker
+// made from the zero BreakerSettings is disabled and passes every call
+// through until Update enables it.
+func NewBreaker(s BreakerSettings, o BreakerOptions) *Breaker {
+	b := &Breaker{
+		isFailure: o.IsFailure,
+		onChange:  o.OnStateChange,
+		ev:        o.Events,
+		maxHosts:  o.MaxHosts,
+	}
+	if b.isFailure == nil {
+		b.isFailure = IsBreakerFailure
+	}
+	if b.maxHosts <= 0 {
+		b.maxHosts = DefaultBreakerMaxHosts
+	}
+	cf := newBreakerConf(s)
+	b.client.publish(cf)
+	b.conf.Store(cf)
+	return b
+}
+
+// Update retunes the breaker in place, keeping its state: an open breaker
+// stays open for the rest of the cooldown it started with (a new Cooldown
+// applies from its next opening), probes in flight stay in flight, and the
+// counts are kept, so new thresholds apply to them from the next outcome: a
+// breaker that counted 3 failures in a row when FailureThreshold goes from
+// 5 to 2 opens at the next failure. Counts are cleared when they no longer
+// mean the same: when Mode changes, or Window in rate mode. When Enabled or
+// Scope changes, the breaker starts afresh: every state is dropped, each
+// circuit that was not closed is reported as closed (to OnStateChange and
+// as EventCircuitClosed), and outcomes of calls in flight are ignored.
+// Update is safe for concurrent use.
+func (b *Breaker) Update(s BreakerSettings) {
+	cf := newBreakerConf(s)
+	b.mu.Lock()
+	old := b.conf.Load()
+	if cf.enabled != old.enabled || cf.scopeHost != old.scopeHost {
+		b.resetLocked()
+	} else {
+		b.client.retune(old, cf)
+		for _, c := range b.hosts.m {
+			c.retune(old, cf)
+			c.publish(cf)
+		}
+	}
+	b.client.publish(cf)
+	b.conf.Store(cf)
+	b.mu.Unlock()
+	b.deliver()
+}
+
+// resetLocked drops every state, queueing a change to closed for each
+// circuit that was not closed. b.mu must be held.
+func (b *Breaker) resetLocked() {
+	reset := func(c *circuit) {
+		if c.state != BreakerClosed {
+			b.pending = append(b.pending, pendingTransition{
+				ctx: context.Background(), host: c.host,
+				tr: transition{from: c.state, to: BreakerClosed, reason: "breaker reset by a settings update"},
+			})
+		}
+	}
+	reset(&b.client)
+	b.client.setState(BreakerClosed)
+	for _, c := range b.hosts.m {
+		reset(c)
+	}
+	b.hosts.reset()
+}
+
+// State returns the state of the breaker in scope client. In scope host it
+// returns the worst state of any host: open if one is open, else half-open
+// if one is, else closed. A disabled breaker is closed. An open breaker
+// whose cooldown has ended reads as half-open. It is safe for concurrent
+// use and may be called from OnStateChange.
+func (b *Breaker) State() BreakerState {
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.conf.Load().scopeHost {
+		return b.client.view(now)
+	}
+	worst := BreakerClosed
+	for _, c := range b.hosts.m {
+		switch c.view(now) {
+		case BreakerOpen:
+			return BreakerOpen
+		case BreakerHalfOpen:
+			worst = BreakerHalfOpen
+		}
+	}
+	return worst
+}
+
+// States returns a snapshot of the state of each host the breaker tracks
+// in scope host, and {"": state} in scope client; the caller owns the map.
+// It reads like State and changes nothing. It is safe for concurrent use
+// and may be called from OnStateChange.
+func (b *Breaker) States() map[string]BreakerState {
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.conf.Load().scopeHost {
+		return map[string]BreakerState{"": b.client.view(now)}
+	}
+	out := make(map[string]BreakerState, len(b.hosts.m))
+	for host, c := range b.hosts.m {
+		out[host] = c.view(now)
+	}
+	return out
+}

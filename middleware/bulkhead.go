@@ -1,0 +1,311 @@
+package middleware
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrBulkheadFull is the error of a call that a Bulkhead turned away because
+// all its slots stayed taken for MaxWait. Match it with errors.Is; it is
+// found through the *url.Error that http.Client wraps around it.
+var ErrBulkheadFull = errors.New("bulkhead is full")
+
+// Bulkhead bounds how many logical calls of a client are in flight at once.
+// A call holds one slot from the moment it is admitted until its RoundTrip
+// returns an error or, when it returns a response, until the response body
+// is closed or read to its end (io.EOF or any other read error). A caller
+// that finds every slot taken waits up to BulkheadSettings.MaxWait for one
+// (not at all when MaxWait is zero) and then gets an error matching
+// ErrBulkheadFull; its wait ends early, with an error matching the
+// context's error, when the request context ends. Waiters are admitted in
+// arrival order.
+//
+// A MaxConcurrent of zero means unlimited: the layer passes requests through
+// without counting them, at the cost of one atomic load. Calls admitted while
+// the bulkhead is unlimited therefore do not count against a limit set later
+// by Update, and InUse does not report them.
+//
+// The settings can be retuned with Update while calls are in flight; the
+// slots in use are kept. A Bulkhead is created with NewBulkhead (the zero
+// value is not usable) and is safe for concurrent use.
+type Bulkhead struct {
+	ev        *Events
+	unlimited atomic.Bool // mirrors limit <= 0 for the lock-free fast path
+
+	mu      sync.Mutex
+	limit   int           // guarded by mu; <= 0 means unlimited
+	maxWait time.Duration // guarded by mu
+	inUse   int           // guarded by mu; slots held, including granted waiters
+	head    *bulkheadWaiter
+	tail    *bulkheadWaiter
+}
+
+// bulkheadWaiter is one caller waiting for a slot; it sits in the Bulkhead's
+// FIFO list while it waits. All its fields but ready are guarded by the
+// Bulkhead's mu.
+type bulkheadWaiter struct {
+	ready      chan struct{} // closed when the waiter is granted a slot
+	granted    bool
+	prev, next *bulkheadWaiter
+}
+
+// NewBulkhead returns a Bulkhead with the settings s; the zero
+// BulkheadSettings make it unlimited. Rejections are emitted as
+// EventBulkheadRejected at slog.LevelWarn to ev; a nil ev emits nothing.
+// The Bulkhead is safe for concurrent use.
+func NewBulkhead(s BulkheadSettings, ev *Events) *Bulkhead {
+	b := &Bulkhead{ev: ev}
+	b.Update(s)
+	return b
+}
+
+// Update retunes the bulkhead in place. Slots in use stay in use. Raising
+// MaxConcurrent (or setting it to zero, unlimited) admits waiters at once, up
+// to the new limit; lowering it lets the calls in flight finish and admits new
+// ones only once fewer than the new limit are in flight. A new MaxWait
+// applies to callers that start waiting after Update; those already waiting
+// keep theirs. It is safe for concurrent use.
+func (b *Bulkhead) Update(s BulkheadSettings) {
+	b.mu.Lock()
+	b.limit = s.MaxConcurrent
+	b.maxWait = s.MaxWait
+	b.unlimited.Store(s.MaxConcurrent <= 0)
+	b.grantLocked()
+	b.mu.Unlock()
+}
+
+// InUse returns how many slots are held now: calls in flight and waiters just
+// granted a slot. Calls admitted while the bulkhead was unlimited are not
+// counted. It is safe for concurrent use.
+func (b *Bulkhead) InUse() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.inUse
+}
+
+// Limit returns the current MaxConcurrent; zero means unlimited. It is safe
+// for concurrent use.
+func (b *Bulkhead) Limit() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return max(b.limit, 0)
+}
+
+// Middleware returns the bulkhead layer: one slot per logical call, so it
+// sits outside Retry. Every RoundTripper it returns shares b's slots and is
+// safe for concurrent use.
+//
+// It keeps the RoundTripper contract: it passes the caller's request on
+// unchanged, closes the request body when it rejects a request without
+// passing it on, and returns a response or an error, never both nil. The
+// response body is wrapped so that closing it (or reading it to its end)
+// frees the slot, exactly once; a body that is also an io.Writer (a 101
+// Switching Protocols response) stays one.
+func (b *Bulkhead) Middleware() Middleware {
+	return func(next http.RoundTripper) http.RoundTripper {
+		return &bulkheadRT{b: b, next: next}
+	}
+}
+
+// bulkheadRT is the RoundTripper of Bulkhead.Middleware.
+type bulkheadRT struct {
+	b    *Bulkhead
+	next http.RoundTripper
+}
+
+func (t *bulkheadRT) RoundTrip(req *http.Request) (*http.Response, error) {
+	b := t.b
+	if b.unlimited.Load() {
+		return t.next.RoundTrip(req)
+	}
+	if err := b.acquire(req); err != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
+	}
+	held := true
+	defer func() {
+		if held { // next panicked: do not leak the slot
+			b.release()
+		}
+	}()
+	resp, err := t.next.RoundTrip(req)
+	switch {
+	case err != nil:
+		held = false
+		b.release()
+		return nil, err
+	case resp == nil:
+		held = false
+		b.release()
+		return nil, errors.New("switchboard: round tripper returned neither a response nor an error")
+	case resp.Body == nil || resp.Body == http.NoBody:
+		held = false
+		b.release()
+		return resp, nil
+	}
+	held = false
+	if rwc, ok := resp.Body.(io.ReadWriteCloser); ok {
+		resp.Body = &bulkheadRWBody{bulkheadBody{rc: rwc, b: b}, rwc}
+	} else {
+		resp.Body = &bulkheadBody{rc: resp.Body, b: b}
+	}
+	return resp, nil
+}
+
+// acquire takes a slot for req, waiting for one if the settings allow. A nil
+// error means the caller holds a slot and must release it.
+func (b *Bulkhead) acquire(req *http.Request) error {
+	b.mu.Lock()
+	if b.limit <= 0 || b.inUse < b.limit {
+		b.inUse++
+		b.mu.Unlock()
+		return nil
+	}
+	limit, wait := b.limit, b.maxWait
+	if wait <= 0 {
+		b.mu.Unlock()
+		return b.rejected(req, limit, 0)
+	}
+	w := &bulkheadWaiter{ready: make(chan struct{})}
+	b.pushLocked(w)
+	b.mu.Unlock()
+
+	ctx := req.Context()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-w.ready:
+		return nil
+	case <-timer.C:
+		if b.abandon(w) {
+			return nil // granted as the timer fired: use the slot
+		}
+		return b.rejected(req, limit, wait)
+	case <-ctx.Done():
+		if b.abandon(w) {
+			b.release()
+		}
+		return fmt.Errorf("switchboard: waiting for a bulkhead slot: %w", ctx.Err())
+	}
+}
+
+// rejected builds the ErrBulkheadFull error and emits the event.
+func (b *Bulkhead) rejected(req *http.Request, limit int, waited time.Duration) error {
+	err := fmt.Errorf("switchboard: %w (max_concurrent %d, waited %v)", ErrBulkheadFull, limit, waited)
+	if ctx := req.Context(); b.ev.on(ctx, slog.LevelWarn) {
+		b.ev.Emit(ctx, slog.LevelWarn, Event{
+			Name:   EventBulkheadRejected,
+			Method: req.Method,
+			URL:    RedactURL(req.URL),
+			Host:   hostOf(req),
+			Delay:  waited,
+			Err:    err,
+		})
+	}
+	return err
+}
+
+// abandon takes w out of the queue after its wait ended without it seeing
+// the grant. It reports whether w was granted a slot meanwhile, in which
+// case the caller holds that slot.
+func (b *Bulkhead) abandon(w *bulkheadWaiter) (granted bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w.granted {
+		return true
+	}
+	b.removeLocked(w)
+	return false
+}
+
+// release frees one slot and hands it to the first waiter, if any.
+func (b *Bulkhead) release() {
+	b.mu.Lock()
+	b.inUse--
+	b.grantLocked()
+	b.mu.Unlock()
+}
+
+// grantLocked admits waiters, oldest first, while the limit allows. b.mu
+// must be held.
+func (b *Bulkhead) grantLocked() {
+	for b.head != nil && (b.limit <= 0 || b.inUse < b.limit) {
+		w := b.head
+		b.removeLocked(w)
+		w.granted = true
+		b.inUse++
+		close(w.ready)
+	}
+}
+
+// pushLocked appends w to the waiter list. b.mu must be held.
+func (b *Bulkhead) pushLocked(w *bulkheadWaiter) {
+	w.prev = b.tail
+	if b.tail != nil {
+		b.tail.next = w
+	} else {
+		b.head = w
+	}
+	b.tail = w
+}
+
+// removeLocked unlinks w from the waiter list. b.mu must be held.
+func (b *Bulkhead) removeLocked(w *bulkheadWaiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		b.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		b.tail = w.prev
+	}
+	w.prev, w.next = nil, nil
+}
+
+// bulkheadBody frees its call's slot when the body is closed or read to its
+// end, whichever comes first. The flag makes the release happen once even
+// when Close races with Read, which net/http allows.
+type bulkheadBody struct {
+	rc   io.ReadCloser
+	b    *Bulkhead
+	done atomic.Bool
+}
+
+func (x *bulkheadBody) Read(p []byte) (int, error) {
+	n, err := x.rc.Read(p)
+	if err != nil {
+		x.release()
+	}
+	return n, err
+}
+
+func (x *bulkheadBody) Close() error {
+	err := x.rc.Close()
+	x.release()
+	return err
+}
+
+func (x *bulkheadBody) release() {
+	if x.done.CompareAndSwap(false, true) {
+		x.b.release()
+	}
+}
+
+// bulkheadRWBody keeps the io.Writer of a writable body (101 Switching
+// Protocols), which net/http's callers look for with a type assertion.
+type bulkheadRWBody struct {
+	bulkheadBody
+	w io.Writer
+}
+
+func (x *bulkheadRWBody) Write(p []byte) (int, error) { return x.w.Write(p) }

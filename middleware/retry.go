@@ -1,0 +1,372 @@
+package middleware
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// maxDrain is how much of a superseded response body the retry layer reads
+// before closing it, so that its connection can be reused; a longer body is
+// closed unread (its connection is dropped).
+const maxDrain = 64 << 10
+
+// errNoResponse replaces the (nil, nil) of a RoundTripper that broke its
+// contract.
+var errNoResponse = errors.New("switchboard: round tripper returned neither a response nor an error")
+
+// RetryOptions are the code-only parts of the retry layer. The zero value
+// uses the settings alone: no custom decision, no budget, no events, and
+// math/rand/v2 for jitter.
+type RetryOptions struct {
+	// ShouldRetry, when set, decides whether an outcome is retried, in place
+	// of the method and outcome gates (RetryableMethods, RetryAllMethods,
+	// RetryableStatus, IsPermanent). The other gates still apply: attempts
+	// left, a replayable body, the caller's context still alive, the
+	// Retry-After and deadline rules, and the budget. req is the caller's
+	// request: read it, do not change it or its body. Exactly one of resp
+	// and err is non-nil; do not read or close resp.Body. It is also asked
+	// about the last outcome, to decide whether to report EventRetryExhausted.
+	// It must be safe for concurrent use.
+	ShouldRetry func(req *http.Request, resp *http.Response, err error) bool
+	// Budget caps retries across calls; nil means no cap. Every logical call
+	// deposits into it, every retry withdraws from it. Share one Budget
+	// between the Retry layers of one client to keep its state over reloads.
+	Budget *Budget
+	// Events receives retry.attempt at slog.LevelInfo before each retry
+	// (Attempt is the number of the attempt about to start, 2 for the first
+	// retry; Delay the wait before it; Status or Err the outcome that is
+	// retried), and retry.exhausted and retry.budget_exhausted at
+	// slog.LevelWarn (Attempt is the last attempt made, Status or Err its
+	// outcome, which is returned). Nil means no events.
+	Events *Events
+	// Rand returns a random value in [0, 1) for jitter; nil means
+	// math/rand/v2's Float64. It must be safe for concurrent use.
+	Rand func() float64
+}
+
+// Retry returns the middleware that retries failed attempts of a logical
+// call. For each outcome of an attempt it asks, in order, and stops at the
+// first no, returning that outcome as is:
+//
+//  1. attempts left: fewer than MaxRetries retries so far (or
+//     Overrides.MaxRetries from the request context);
+//  2. body replayable: no body, a GetBody, or a body of at most
+//     MaxBufferedBody bytes, buffered before the first attempt; a longer body
+//     is sent once, intact (the buffered prefix, then the rest), and never
+//     retried;
+//  3. the caller's context is still alive (its cancellation or deadline is
+//     never retried);
+//  4. RetryOptions.ShouldRetry, if set, which replaces 5 and 6;
+//  5. method eligible: RetryAllMethods, else the method is in
+//     RetryableMethods (upper-cased; matched case-sensitively, as HTTP
+//     does), else in the idempotent set GET HEAD OPTIONS PUT DELETE;
+//  6. outcome retryable: a status in RetryableStatus, or a transport error
+//     that is not permanent (see IsPermanent);
+//  7. the wait is allowed: a Retry-After longer than MaxBackoff, or a wait
+//     that would end at or after the context's deadline, is not waited for;
+//  8. the budget has a token; if not, EventRetryBudgetExhausted is emitted.
+//
+// The delay before retry n is RetrySettings.Delay, unless the response
+// carries a valid Retry-After, which replaces it. Waits use one timer per
+// call and end at once when the context is done; the call then returns the
+// context's error, wrapped.
+//
+// Each attempt is sent as a fresh clone of the caller's request
+// (req.Clone), which is never changed. A response that will be retried is
+// drained (up to 64 KiB) and closed before the wait. The last response is
+// returned intact: running out of attempts is not an error, and it emits
+// EventRetryExhausted when that last outcome was retryable. Request bodies
+// are always closed, as the RoundTripper contract requires.
+//
+// With MaxRetries 0 (and no override) the layer only deposits into the budget
+// and passes the request on as is. The retry layer reads status codes, which
+// a plain RoundTripper does not; that is its job. It is safe for concurrent
+// use; s and o are copied.
+func Retry(s RetrySettings, o RetryOptions) Middleware {
+	p := newRetryPolicy(s, o)
+	return func(next http.RoundTripper) http.RoundTripper {
+		return &retryRT{next: next, p: p}
+	}
+}
+
+// retryPolicy is the immutable, precomputed form of the settings, shared by
+// every RoundTripper a Retry middleware makes.
+type retryPolicy struct {
+	s           RetrySettings
+	status      [10]uint64 // bit set of retryable status codes 0..639
+	methods     []string   // upper-cased eligible methods; unused when allMethods
+	allMethods  bool
+	shouldRetry func(*http.Request, *http.Response, error) bool
+	budget      *Budget
+	ev          *Events
+	rand        func() float64
+}
+
+func newRetryPolicy(s RetrySettings, o RetryOptions) *retryPolicy {
+	p := &retryPolicy{
+		s:           s,
+		allMethods:  s.RetryAllMethods,
+		shouldRetry: o.ShouldRetry,
+		budget:      o.Budget,
+		ev:          o.Events,
+		rand:        o.Rand,
+	}
+	if p.rand == nil {
+		p.rand = rand.Float64
+	}
+	p.s.MaxRetries = max(s.MaxRetries, 0)
+	status := s.RetryableStatus
+	if status == nil {
+		status = DefaultRetryableStatus()
+	}
+	for _, c := range status {
+		if c >= 0 && c < len(p.status)*64 {
+			p.status[c/64] |= 1 << (c % 64)
+		}
+	}
+	for _, m := range s.RetryableMethods {
+		if m = strings.ToUpper(strings.TrimSpace(m)); m != "" {
+			p.methods = append(p.methods, m)
+		}
+	}
+	if len(p.methods) == 0 {
+		p.methods = IdempotentMethods()
+	}
+	p.s.RetryableStatus, p.s.RetryableMethods = nil, nil // not read after this point
+	return p
+}
+
+// methodOK reports whether method is eligible for retries (gate 5).
+func (p *retryPolicy) methodOK(method string) bool {
+	if p.allMethods {
+		return true
+	}
+	if method == "" {
+		method = http.MethodGet // as net/http reads an empty Method
+	}
+	for _, m := range p.methods {
+		if m == method {
+			return true
+		}
+	}
+	return false
+}
+
+// statusOK reports whether a response status is retryable (gate 6).
+func (p *retryPolicy) statusOK(code int) bool {
+	return code >= 0 && code < len(p.status)*64 && p.status[code/64]&(1<<(code%64)) != 0
+}
+
+// retryable applies gates 4 to 6 to an outcome.
+func (p *retryPolicy) retryable(req *http.Request, resp *http.Response, err error) bool {
+	if p.shouldRetry != nil {
+		return p.shouldRetry(req, resp, err)
+	}
+	if !p.methodOK(req.Method) {
+		return false
+	}
+	if err != nil {
+		return !IsPermanent(err)
+	}
+	return p.statusOK(resp.StatusCode)
+}
+
+// retryRT is the RoundTripper of Retry.
+type retryRT struct {
+	next http.RoundTripper
+	p    *retryPolicy
+}
+
+func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
+	p := rt.p
+	p.budget.Deposit()
+	ctx := req.Context()
+	maxRetries := maxRetriesFor(ctx, p.s.MaxRetries)
+	if maxRetries == 0 {
+		return rt.next.RoundTrip(req)
+	}
+	// The body plan stays on this frame; only a body that must be buffered
+	// allocates (the buffer). A call whose method can never be retried does
+	// not buffer.
+	var rb replay
+	if err := rb.prepare(req, p.shouldRetry != nil || p.methodOK(req.Method), p.s.MaxBufferedBody); err != nil {
+		return nil, err
+	}
+	body, length, _ := rb.body(req, 1) // cannot fail for attempt 1
+	var (
+		resp  *http.Response
+		err   error
+		timer *time.Timer // made at the first wait only: the success path has none
+		prev  = p.s.InitialBackoff
+	)
+	for n := 1; ; n++ {
+		areq := req.Clone(ctx)
+		areq.Body, areq.ContentLength = body, length
+		if rb.kind == replayBuffered {
+			areq.GetBody = rb.buf.getBody
+		}
+		resp, err = rt.next.RoundTrip(areq)
+		if resp == nil && err == nil {
+			err = errNoResponse
+		}
+		if err != nil && resp != nil { // a broken contract: keep the error, free the response
+			if resp.Body != nil {
+				resp.Body.Close()
+			}
+			resp = nil
+		}
+		if n > maxRetries { // gate 1
+			if ctx.Err() == nil && p.retryable(req, resp, err) {
+				p.emit(ctx, slog.LevelWarn, EventRetryExhausted, req, n, 0, resp, err)
+			}
+			return resp, err
+		}
+		if !rb.replayable() || ctx.Err() != nil || !p.retryable(req, resp, err) { // gates 2 to 6
+			return resp, err
+		}
+		now := time.Now()
+		var delay time.Duration
+		if ra, ok := retryAfter(resp, now); ok {
+			if p.s.MaxBackoff > 0 && ra > p.s.MaxBackoff {
+				return resp, err // gate 7: the server asks for more than we wait
+			}
+			delay = ra
+		} else {
+			r := 0.0
+			if usesRand(p.s.Jitter) {
+				r = p.rand()
+			}
+			delay = p.s.Delay(n, prev, r)
+		}
+		if dl, ok := ctx.Deadline(); ok && !now.Add(delay).Before(dl) {
+			return resp, err // gate 7: the deadline would pass during the wait
+		}
+		if !p.budget.TryWithdraw() { // gate 8
+			p.emit(ctx, slog.LevelWarn, EventRetryBudgetExhausted, req, n, 0, resp, err)
+			return resp, err
+		}
+		nextBody, nextLength, berr := rb.body(req, n+1)
+		if berr != nil {
+			return resp, err // GetBody failed: the body cannot be replayed after all
+		}
+		p.emit(ctx, slog.LevelInfo, EventRetryAttempt, req, n+1, delay, resp, err)
+		drain(resp)
+		resp, err = nil, nil
+		body, length, prev = nextBody, nextLength, delay
+		if delay > 0 {
+			if timer == nil {
+				timer = time.NewTimer(delay)
+			} else {
+				timer.Reset(delay)
+			}
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				timer.Stop()
+			}
+		}
+		if ctx.Err() != nil {
+			if body != nil {
+				body.Close()
+			}
+			return nil, fmt.Errorf("switchboard: retry wait interrupted: %w", ctx.Err())
+		}
+	}
+}
+
+// emit sends a retry event about the outcome (resp or err) of attempt n.
+// It builds the event (redacting URL and error) only when someone listens.
+func (p *retryPolicy) emit(ctx context.Context, level slog.Level, name string, req *http.Request, n int, delay time.Duration, resp *http.Response, err error) {
+	if !p.ev.on(ctx, level) {
+		return
+	}
+	e := Event{
+		Name:    name,
+		Method:  req.Method,
+		URL:     RedactURL(req.URL),
+		Host:    hostOf(req),
+		Attempt: n,
+		Delay:   delay,
+		Err:     redactError(err, req.URL),
+	}
+	if resp != nil {
+		e.Status = resp.StatusCode
+	}
+	p.ev.Emit(ctx, level, e)
+}
+
+// drain reads up to maxDrain bytes of a superseded response's body and
+// closes it, so that its connection can go back to the pool.
+func drain(resp *http.Response) {
+	if resp == nil || resp.Body == nil {
+		return
+	}
+	_, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
+	_ = resp.Body.Close()
+}
+
+// IsPermanent reports whether a transport error is one that a retry cannot
+// fix, so that Retry returns it at once:
+//
+//   - TLS certificate verification failures: x509.UnknownAuthorityError,
+//     x509.CertificateInvalidError, x509.HostnameError,
+//     x509.SystemRootsError and *tls.CertificateVerificationError;
+//   - a bad request URL: a *url.Error from parsing, an unsupported
+//     protocol scheme, a missing host, an invalid method or header field.
+//
+// The caller's own cancellation is not decided here: Retry stops whenever the
+// request's context is done, whatever the error. A nil err is not
+// permanent. It is safe for concurrent use; custom RetryOptions.ShouldRetry
+// functions may call it.
+func IsPermanent(err error) bool {
+	if err == nil {
+		return false
+	}
+	var (
+		unknownAuthority x509.UnknownAuthorityError
+		invalidCert      x509.CertificateInvalidError
+		hostname         x509.HostnameError
+		systemRoots      x509.SystemRootsError
+		verification     *tls.CertificateVerificationError
+		urlErr           *url.Error
+	)
+	switch {
+	case errors.As(err, &unknownAuthority),
+		errors.As(err, &invalidCert),
+		errors.As(err, &hostname),
+		errors.As(err, &systemRoots),
+		errors.As(err, &verification):
+		return true
+	case errors.As(err, &urlErr) && urlErr.Op == "parse":
+		return true
+	}
+	// net/http reports these with unexported types; their text is stable.
+	msg := err.Error()
+	for _, s := range badRequestTexts {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// badRequestTexts are fragments of net/http's errors for requests that no
+// retry can send.
+var badRequestTexts = [...]string{
+	"unsupported protocol scheme",
+	"no Host in request URL",
+	"nil Request.URL",
+	"invalid header field name",
+	"invalid header field value",
+	"invalid method",
+}

@@ -1,0 +1,197 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// TimeoutError is the error of a call or an attempt that failed because a
+// deadline set by Timeout or AttemptTimeout fired (not the caller's own).
+// errors.Is(err, context.DeadlineExceeded) reports true for it, and it has
+// the Timeout() bool method of net.Error. It is returned from RoundTrip
+// and, when the deadline fires while the body is read, from Body.Read.
+type TimeoutError struct {
+	// Limit is the deadline's length: the configured or overridden timeout.
+	Limit time.Duration
+	// PerAttempt is true for AttemptTimeout, false for Timeout.
+	PerAttempt bool
+	// Err is what the layer below returned; it may be nil.
+	Err error
+}
+
+// Error describes the timeout and the underlying error.
+func (e *TimeoutError) Error() string {
+	what := "timeout"
+	if e.PerAttempt {
+		what = "attempt timeout"
+	}
+	if e.Err == nil {
+		return fmt.Sprintf("switchboard: %s of %v exceeded", what, e.Limit)
+	}
+	return fmt.Sprintf("switchboard: %s of %v exceeded: %v", what, e.Limit, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *TimeoutError) Unwrap() error { return e.Err }
+
+// Is reports true for context.DeadlineExceeded, whatever the underlying
+// error says.
+func (e *TimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// Timeout reports true: the error is a timeout (see net.Error).
+func (e *TimeoutError) Timeout() bool { return true }
+
+// Timeout returns the middleware that puts one deadline, d from the start of
+// RoundTrip, over the whole logical call: every attempt, every backoff wait,
+// and the reading of the response body. It is the outermost layer of a
+// pipeline. A d of zero (or less) means no deadline.
+//
+// Overrides.Timeout in the request context replaces d for that request. When
+// the caller's context already ends at or before the would-be deadline, the
+// layer adds nothing and passes the request on as is.
+//
+// The deadline's context lives until the response body is closed or read to
+// its end (EOF or an error), so the caller can read the body under the same
+// deadline; a caller must close the body, as always. When the call fails
+// because this deadline fired (not the caller's), RoundTrip returns a
+// *TimeoutError and emits EventTimeoutExceeded at slog.LevelWarn to ev (nil
+// ev: no events).
+//
+// The layer keeps the RoundTripper contract: it hands the layer below a
+// shallow copy of the request with the new context (req.WithContext) and
+// never changes the caller's request; the body is closed by the layer below.
+// It is safe for concurrent use.
+func Timeout(d time.Duration, ev *Events) Middleware {
+	return func(next http.RoundTripper) http.RoundTripper {
+		return &deadlineRT{next: next, d: d, kind: deadlineCall, ev: ev}
+	}
+}
+
+// AttemptTimeout returns the middleware that puts a deadline of d over each
+// attempt, the reading of its response body included. It sits just inside
+// Retry, so the retry layer sees an attempt that timed out as a failed
+// attempt (a *TimeoutError, retryable) and the caller's context is not
+// touched. A d of zero (or less) means no per-attempt deadline.
+//
+// Overrides.AttemptTimeout in the request context replaces d for that
+// request. Everything else is as for Timeout, except that it emits no
+// events. It is safe for concurrent use.
+func AttemptTimeout(d time.Duration) Middleware {
+	return func(next http.RoundTripper) http.RoundTripper {
+		return &deadlineRT{next: next, d: d, kind: deadlineAttempt}
+	}
+}
+
+// deadlineRT is the RoundTripper of Timeout and AttemptTimeout. It is
+// immutable after construction.
+type deadlineRT struct {
+	next http.RoundTripper
+	d    time.Duration
+	kind deadlineKind
+	ev   *Events
+}
+
+// errDeadlineCause is the cancellation cause of the contexts a deadlineRT
+// makes: context.Cause tells our deadline from the caller's. Nested layers
+// share it safely: a layer only claims a timeout when its own parent context
+// is still alive.
+var errDeadlineCause = errors.New("switchboard: deadline set by a timeout layer")
+
+func (t *deadlineRT) RoundTrip(req *http.Request) (*http.Response, error) {
+	parent := req.Context()
+	d := durationFor(parent, t.d, t.kind)
+	if d <= 0 {
+		return t.next.RoundTrip(req)
+	}
+	deadline := time.Now().Add(d)
+	if pd, ok := parent.Deadline(); ok && !pd.After(deadline) {
+		return t.next.RoundTrip(req) // the caller's deadline comes first: nothing to add
+	}
+	ctx, cancel := context.WithDeadlineCause(parent, deadline, errDeadlineCause)
+	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		if t.fired(ctx, parent) {
+			return nil, t.exceeded(ctx, req, d, err)
+		}
+		return nil, err
+	}
+	if resp == nil {
+		cancel()
+		return nil, fmt.Errorf("switchboard: round tripper returned neither a response nor an error")
+	}
+	if resp.Body == nil || resp.Body == http.NoBody {
+		cancel() // nothing left to read under the deadline
+		return resp, nil
+	}
+	resp.Body = &deadlineBody{rc: resp.Body, ctx: ctx, parent: parent, cancel: cancel, t: t, req: req, d: d}
+	return resp, nil
+}
+
+// fired reports whether ctx ended because of this layer's deadline rather
+// than the caller's context (parent).
+func (t *deadlineRT) fired(ctx, parent context.Context) bool {
+	return ctx.Err() != nil && parent.Err() == nil && context.Cause(ctx) == errDeadlineCause
+}
+
+// exceeded builds the *TimeoutError for err and emits the event.
+func (t *deadlineRT) exceeded(ctx context.Context, req *http.Request, d time.Duration, err error) error {
+	te := &TimeoutError{Limit: d, PerAttempt: t.kind == deadlineAttempt, Err: err}
+	if t.ev.on(ctx, slog.LevelWarn) {
+		t.ev.Emit(req.Context(), slog.LevelWarn, Event{
+			Name:   EventTimeoutExceeded,
+			Method: req.Method,
+			URL:    RedactURL(req.URL),
+			Host:   hostOf(req),
+			Delay:  d,
+			Err:    redactError(err, req.URL),
+		})
+	}
+	return te
+}
+
+// deadlineBody keeps a deadline's context alive while the response body is
+// read and cancels it once the body is closed or read to its end, so that
+// neither the context's timer nor its resources outlive the call.
+type deadlineBody struct {
+	rc     io.ReadCloser
+	ctx    context.Context
+	parent context.Context
+	cancel context.CancelFunc
+	t      *deadlineRT
+	req    *http.Request
+	d      time.Duration
+	done   bool // the body ended; a timeout is reported once
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err != nil && !b.done {
+		b.done = true
+		fired := err != io.EOF && b.t.fired(b.ctx, b.parent)
+		b.cancel()
+		if fired {
+			return n, b.t.exceeded(b.ctx, b.req, b.d, err)
+		}
+	}
+	return n, err
+}
+
+func (b *deadlineBody) Close() error {
+	err := b.rc.Close()
+	b.cancel()
+	return err
+}
+
+// hostOf returns the request's URL host, or "" without a URL.
+func hostOf(req *http.Request) string {
+	if req.URL == nil {
+		return ""
+	}
+	return req.URL.Host
+}
