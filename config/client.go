@@ -9,7 +9,9 @@ import (
 // ClientConfig is the effective configuration of one named client: every key
 // of a `clients.<name>` section after `defaults` and the built-in defaults
 // were merged under it. Zero values mean what each field's doc says (mostly
-// "off"); a ClientConfig built in code should start from Default().
+// "off"); a ClientConfig built in code should start from Default(). It is a
+// plain value: safe for concurrent reads; its Headers map and lists are
+// shared by copies, so do not change them once the value is handed out.
 type ClientConfig struct {
 	// Timeout is the total deadline of one logical call, all attempts and
 	// waits included. Zero means none.
@@ -36,7 +38,8 @@ type ClientConfig struct {
 
 // TransportConfig is the `transport` block: the settings of the base
 // *http.Transport, which is cloned from http.DefaultTransport and then set
-// from these fields. Zero values mean what the field docs say.
+// from these fields. Zero values mean what the field docs say. A plain value,
+// safe for concurrent reads.
 type TransportConfig struct {
 	DialTimeout           time.Duration `koanf:"dial_timeout" json:"dial_timeout"`                       // 0 = no dial timeout
 	KeepAlive             time.Duration `koanf:"keep_alive" json:"keep_alive"`                           // 0 = Go's default (15s)
@@ -53,7 +56,8 @@ type TransportConfig struct {
 }
 
 // TLSConfig is the `tls` block. The zero value uses the system roots and no
-// client certificate, with TLS 1.2 as the minimum version.
+// client certificate, with TLS 1.2 as the minimum version. A plain value,
+// safe for concurrent reads.
 type TLSConfig struct {
 	CAFile             string `koanf:"ca_file" json:"ca_file"`     // PEM bundle that replaces the system roots
 	CertFile           string `koanf:"cert_file" json:"cert_file"` // with KeyFile: client certificate (mTLS)
@@ -81,7 +85,7 @@ const (
 )
 
 // Default returns the built-in client configuration, the bottom layer under
-// every file. Each call returns fresh maps and slices.
+// every file. Each call returns fresh maps and slices. Safe for concurrent use.
 func Default() ClientConfig {
 	return ClientConfig{
 		Timeout: DefaultTimeout,

@@ -4,7 +4,8 @@ package config
 // named client, each already merged over `defaults` and the built-in
 // defaults. A Config built in code is taken as is; start each ClientConfig
 // from Default(). A Config is a value: Load returns a fresh one each time and
-// nothing in switchboard changes one it was given.
+// nothing in switchboard changes one it was given. The zero Config has no
+// clients and zero Defaults (which fail Validate). Safe for concurrent reads.
 type Config struct {
 	// Defaults is the effective `defaults` section; unknown client names
 	// handed to Registry.Get follow it.
@@ -24,7 +25,8 @@ type Config struct {
 	InputHash string `koanf:"-" json:"-"`
 }
 
-// Layer names where an effective value came from.
+// Layer names where an effective value came from. The zero value is
+// LayerBuiltin.
 type Layer int
 
 // The layers, lowest first.
@@ -49,7 +51,8 @@ func (l Layer) String() string {
 	}
 }
 
-// Origin is where one effective key got its value.
+// Origin is where one effective key got its value. The zero value is the
+// built-in layer with no path. A plain comparable value.
 type Origin struct {
 	Layer Layer
 	// Name is the file path, the env variable name, or the flag as given
@@ -65,18 +68,32 @@ type Origin struct {
 
 // Provenance maps each effective key of the defaults and of every client to
 // its Origin. Keys are dotted paths relative to the client section, such as
-// "retry.max_retries" or "headers.User-Agent".
+// "retry.max_retries" or "headers.User-Agent"; each header is its own key,
+// lists are single keys. A client key the client's own section did not set
+// has the Origin of the `defaults` key it inherited (Path "defaults.…").
+// A nil *Provenance knows nothing. Load never changes a Provenance after
+// returning it, so it is safe for concurrent reads.
 type Provenance struct {
 	Defaults map[string]Origin
 	Clients  map[string]map[string]Origin
 }
 
 // Of returns where key of client got its value; ok is false when the
-// provenance does not know the client or key.
+// provenance does not know the client or key. Safe for concurrent use.
 func (p *Provenance) Of(client, key string) (o Origin, ok bool) {
 	if p == nil {
 		return Origin{}, false
 	}
 	o, ok = p.Clients[client][key]
 	return o, ok
+}
+
+// Client returns the effective configuration of the named client and true,
+// or the Defaults and false when c defines no such client (the settings an
+// undefined client follows). Safe for concurrent use.
+func (c Config) Client(name string) (ClientConfig, bool) {
+	if cc, ok := c.Clients[name]; ok {
+		return cc, true
+	}
+	return c.Defaults, false
 }

@@ -1,0 +1,78 @@
+// Package config is switchboard's file format: Config and ClientConfig, the
+// built-in defaults, the layering of file, env and flags with koanf, the
+// merge of `defaults` under each client, validation with full key paths,
+// and provenance (which layer set each value).
+//
+// # Layering
+//
+// Loader.Load reads its layers, lowest first, into one fresh koanf instance,
+// on the whole tree:
+//
+//	built-in defaults   Default(), as the `defaults` section
+//	file                the YAML file (Loader.File)
+//	env                 SWITCHBOARD_… variables (Loader.EnvPrefix)
+//	flags               --set key=value and flags named by key paths (Loader.Flags)
+//
+// Within the tree, maps merge key by key and everything else (scalars and
+// lists) replaces. Only then is `defaults` merged under each
+// `clients.<name>` section, key by key the same way. A key a client sets
+// explicitly, to 0, false, "" or [] too, overrides the default. So with
+//
+//	# clients.yaml
+//	defaults:
+//	  timeout: 10s
+//	clients:
+//	  billing:
+//	    timeout: 5s
+//	  search: {}
+//
+// and SWITCHBOARD_DEFAULTS__TIMEOUT=2s, billing keeps 5s (its own key, from
+// the file, is not beaten by a default from a higher layer) while search
+// gets 2s. SWITCHBOARD_CLIENTS__BILLING__TIMEOUT=1s would change billing.
+//
+// # File
+//
+// Unknown keys, values of the wrong type and out-of-range values are
+// *FieldError values naming the full key path and, from the file, the line;
+// an unknown key that is a likely typo comes with the nearest valid key.
+// Every error of a load is reported at once. Durations are Go duration
+// strings ("500ms"); a bare number is an error (except 0), never
+// nanoseconds. Number keys accept integers. Where a string is wanted, a
+// scalar YAML reads as a number or boolean is taken as written
+// (min_version: 1.2 is "1.2"). A key with no value (YAML null) is an error,
+// except for a section (`billing:` alone is a client with every default)
+// and `headers`. Header names are put in canonical form (user-agent is
+// User-Agent), so they merge case-insensitively. A missing file, an empty
+// one (nothing but blanks and comments) and malformed YAML are file-level
+// errors naming the file.
+//
+// # Env
+//
+// A variable is the prefix plus the key path in capitals with "__" between
+// levels: SWITCHBOARD_CLIENTS__BILLING__RETRY__MAX_RETRIES=5,
+// SWITCHBOARD_DEFAULTS__TIMEOUT=2s. Matching is case-insensitive. A client
+// name matches the file's clients case-insensitively with "_" and "-"
+// alike (BILLING_V2 is billing-v2 when the file has billing-v2); when the
+// file has no such client, the variable creates one named in lower case
+// with "_" kept (billing_v2). Under headers, "_" becomes "-" and the name
+// is put in canonical form: …__HEADERS__X_REQUEST_SOURCE=abc sets
+// X-Request-Source. Lists are comma-separated (…__RETRYABLE_STATUS=502,503;
+// an empty value is the empty list). A prefixed variable that names no key,
+// or whose value does not parse as the key's kind, is an error naming the
+// variable.
+//
+// # Flags
+//
+// RegisterFlags adds the repeatable --set key=value
+// (--set clients.billing.timeout=2s). Flags the application defined itself
+// whose names are key paths (fs.Duration("clients.billing.timeout", …))
+// are taken too, when set. Values parse like env values. Flags the user did
+// not set change nothing; flags named otherwise are the application's and
+// are ignored. A --set naming no key is an error.
+//
+// # Secrets
+//
+// The values of auth.bearer_token and auth.basic.password (fields tagged
+// secret:"true"), of header values and of transport.proxy_url never appear
+// in an error.
+package config

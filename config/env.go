@@ -1,0 +1,146 @@
+package config
+
+import (
+	"cmp"
+	"hash"
+	"slices"
+	"strings"
+
+	"github.com/knadh/koanf/providers/env/v2"
+)
+
+// nul is the key delimiter given to koanf's env and posflag providers so
+// that they keep names flat: no variable or flag name contains it.
+const nul = "\x00"
+
+// envVar is one prefixed environment variable.
+type envVar struct{ name, value string }
+
+// envLayer turns the variables starting with prefix (case-insensitively) into
+// a canonical tree. Each variable names one key: the rest of its name, split
+// at "__", is the key path (see the package documentation for client and
+// header names). Variables that name no key, and values that do not parse
+// as the key's kind, are reported in st.errs naming the variable. The
+// variables, sorted, are written to ih.
+func (st *loadState) envLayer(prefix string, environ []string, fileClients []string, ih hash.Hash) map[string]any {
+	// koanf's env provider reads the environment; the prefix is matched
+	// here, case-insensitively, and the flat name → value map is kept as is
+	// (an unlikely NUL delimiter stops it from nesting keys).
+	flat, _ := env.Provider(nul, env.Opt{
+		EnvironFunc: func() []string { return environ },
+		TransformFunc: func(name, value string) (string, any) {
+			if len(name) < len(prefix) || !strings.EqualFold(name[:len(prefix)], prefix) {
+				return "", nil
+			}
+			return name, value
+		},
+	}).Read()
+	vars := make([]envVar, 0, len(flat))
+	for name, value := range flat {
+		vars = append(vars, envVar{name, value.(string)})
+	}
+	slices.SortFunc(vars, func(a, b envVar) int { return cmp.Compare(a.name, b.name) })
+
+	tree := map[string]any{}
+	setBy := map[string]string{} // full path → variable
+	for _, v := range vars {
+		writeHashField(ih, "env", v.name, v.value)
+		input := "env " + v.name
+		segs, f, fe := resolveEnv(strings.Split(v.name[len(prefix):], "__"), fileClients)
+		if fe != nil {
+			fe.Input = input
+			st.errs = append(st.errs, fe)
+			continue
+		}
+		path := strings.Join(segs, ".")
+		if other, dup := setBy[path]; dup {
+			st.errs = append(st.errs, &FieldError{Path: path, Input: input, Msg: "sets the same key as env " + other})
+			continue
+		}
+		val, msg := fromText(f, v.value)
+		if msg != "" {
+			st.errs = append(st.errs, &FieldError{Path: path, Input: input, Msg: msg})
+			continue
+		}
+		setBy[path] = v.name
+		setPath(tree, segs, val)
+		st.origins[path] = Origin{Layer: LayerEnv, Name: v.name, Path: path}
+	}
+	return tree
+}
+
+// resolveEnv maps the "__"-separated parts of a variable name after the
+// prefix to a key path and its field. Key names match case-insensitively;
+// a client name matches the file's clients case-insensitively with "_" and
+// "-" alike, or else becomes a new client named in lower case; a header name
+// has "_" turned into "-" and is put in canonical form.
+func resolveEnv(parts []string, fileClients []string) ([]string, *field, *FieldError) {
+	lowerPath := strings.ToLower(strings.Join(parts, "."))
+	unknown := func(hint string) *FieldError {
+		return &FieldError{Path: lowerPath, Msg: "unknown key " + lowerPath, Hint: strings.ToUpper(hint)}
+	}
+	var segs []string
+	var rest []string
+	switch strings.ToLower(parts[0]) {
+	case "defaults":
+		segs, rest = []string{"defaults"}, parts[1:]
+	case "clients":
+		if len(parts) < 2 || parts[1] == "" {
+			return nil, nil, &FieldError{Path: lowerPath, Msg: "names no client: want CLIENTS__<NAME>__<KEY>"}
+		}
+		name, fe := envClientName(parts[1], fileClients)
+		if fe != nil {
+			fe.Path = lowerPath
+			return nil, nil, fe
+		}
+		segs, rest = []string{"clients", name}, parts[2:]
+	default:
+		return nil, nil, unknown(suggest(strings.ToLower(parts[0]), []string{"clients", "defaults"}))
+	}
+	f := clientSchema
+	for i, p := range rest {
+		if f.kind == kindStringMap {
+			if i != len(rest)-1 || p == "" {
+				return nil, nil, unknown("")
+			}
+			return append(segs, canonicalHeader(strings.ReplaceAll(p, "_", "-"))), headerValue, nil
+		}
+		if f.kind != kindSection {
+			return nil, nil, unknown("")
+		}
+		lp := strings.ToLower(p)
+		c := f.children[lp]
+		if c == nil {
+			return nil, nil, unknown(suggest(lp, f.names))
+		}
+		segs = append(segs, lp)
+		f = c
+	}
+	if f.kind == kindSection {
+		return nil, nil, &FieldError{Path: lowerPath, Msg: lowerPath + " is a section, not a key: name one of its keys"}
+	}
+	return segs, f, nil
+}
+
+// envClientName maps the client part of a variable name to a client name.
+func envClientName(part string, fileClients []string) (string, *FieldError) {
+	norm := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "-", "_")) }
+	want := norm(part)
+	var found []string
+	for _, c := range fileClients {
+		if norm(c) == want {
+			found = append(found, c)
+		}
+	}
+	switch len(found) {
+	case 0:
+		name := strings.ToLower(part)
+		if !clientNameRE.MatchString(name) {
+			return "", &FieldError{Msg: "client name " + quoteShort(name) + " must match " + clientNameRE.String()}
+		}
+		return name, nil
+	case 1:
+		return found[0], nil
+	}
+	return "", &FieldError{Msg: "client name " + quoteShort(part) + " matches several clients of the file: " + strings.Join(found, ", ")}
+}

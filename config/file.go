@@ -1,0 +1,231 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	koanfyaml "github.com/knadh/koanf/parsers/yaml"
+	"go.yaml.in/yaml/v3"
+)
+
+// fileLayer parses the YAML file's bytes and checks every key against the
+// schema. It returns the file's canonical tree (bad keys and values left
+// out, each reported in st.errs with its line) and the client names the file
+// defines. The error is a file-level one: empty file or malformed YAML.
+func (st *loadState) fileLayer(name string, b []byte) (map[string]any, []string, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, nil, fmt.Errorf("config file %s: %w", name, err)
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		root = root.Content[0]
+	}
+	if root.Kind == 0 || root.Kind == yaml.DocumentNode ||
+		(root.Kind == yaml.ScalarNode && root.Tag == "!!null") {
+		return nil, nil, fmt.Errorf("config file %s: %w", name, ErrEmptyFile)
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, nil, fmt.Errorf("config file %s: line %d: the top level must be a map with the sections defaults and clients", name, root.Line)
+	}
+	mp, err := koanfyaml.Parser().Unmarshal(b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config file %s: %w", name, err)
+	}
+	w := &fileWalker{st: st, name: name, idx: indexYAML(root)}
+	tree := map[string]any{}
+	var clients []string
+	for _, k := range slices.Sorted(maps.Keys(mp)) {
+		switch k {
+		case "defaults":
+			if sec := w.section("defaults", clientSchema, mp[k]); sec != nil {
+				tree["defaults"] = sec
+			}
+		case "clients":
+			cs := w.clients(mp[k])
+			tree["clients"] = cs
+			clients = slices.Sorted(maps.Keys(cs))
+		default:
+			w.fail(k, "unknown key", suggest(k, []string{"clients", "defaults"}))
+		}
+	}
+	return tree, clients, nil
+}
+
+// fileWalker checks a parsed YAML tree against the schema.
+type fileWalker struct {
+	st   *loadState
+	name string
+	idx  yamlIndex
+}
+
+// fail reports a problem at the raw key path p.
+func (w *fileWalker) fail(p, msg, hint string) {
+	w.st.errs = append(w.st.errs, &FieldError{Path: p, Line: w.idx.lines[p], Msg: msg, Hint: hint})
+}
+
+// set records that the file set the key at path (line taken from raw path).
+func (w *fileWalker) set(path, raw string) {
+	w.st.origins[path] = Origin{Layer: LayerFile, Name: w.name, Line: w.idx.lines[raw], Path: path}
+}
+
+// clients checks the `clients` section: a map of client name to section.
+func (w *fileWalker) clients(v any) map[string]any {
+	out := map[string]any{}
+	if v == nil {
+		return out
+	}
+	m, ok := asMap(v)
+	if !ok {
+		w.fail("clients", "must be a map of client name to client section, got "+describe(v, false), "")
+		return out
+	}
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		p := "clients." + name
+		if !clientNameRE.MatchString(name) {
+			w.fail(p, fmt.Sprintf("client name %s must match %s", quoteShort(name), clientNameRE), "")
+			continue
+		}
+		if sec := w.section(p, clientSchema, m[name]); sec != nil {
+			out[name] = sec
+		}
+	}
+	return out
+}
+
+// section checks the section at path against f. A null section is empty.
+// It returns nil when v is not a map at all.
+func (w *fileWalker) section(path string, f *field, v any) map[string]any {
+	out := map[string]any{}
+	if v == nil {
+		return out
+	}
+	m, ok := asMap(v)
+	if !ok {
+		w.fail(path, "must be a section (a map of keys), got "+describe(v, false), "")
+		return nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		p := path + "." + k
+		c := f.children[k]
+		if c == nil {
+			w.fail(p, "unknown key", suggest(k, f.names))
+			continue
+		}
+		switch c.kind {
+		case kindSection:
+			if sec := w.section(p, c, m[k]); sec != nil {
+				out[k] = sec
+			}
+		case kindStringMap:
+			if h := w.headers(p, m[k]); h != nil {
+				out[k] = h
+			}
+		default:
+			val, msg := fromYAML(c, m[k], func(suffix string) (string, bool) {
+				s, ok := w.idx.texts[p+suffix]
+				return s, ok
+			})
+			if msg != "" {
+				w.fail(p, msg, "")
+				continue
+			}
+			out[k] = val
+			w.set(p, p)
+		}
+	}
+	return out
+}
+
+// headers checks a `headers` map. Names are put in canonical form
+// (user-agent → User-Agent), so that layers and defaults merge them
+// case-insensitively; values are never shown in errors.
+func (w *fileWalker) headers(path string, v any) map[string]any {
+	out := map[string]any{}
+	if v == nil {
+		return out
+	}
+	m, ok := asMap(v)
+	if !ok {
+		w.fail(path, "must be a map of header name to value, got "+describe(v, true), "")
+		return nil
+	}
+	seen := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		p := path + "." + name
+		cn := canonicalHeader(name)
+		if prev, dup := seen[cn]; dup {
+			w.fail(p, fmt.Sprintf("duplicate header: %s and %s name the same header", quoteShort(prev), quoteShort(name)), "")
+			continue
+		}
+		seen[cn] = name
+		s, ok := yamlString(m[name], func() (string, bool) {
+			s, ok := w.idx.texts[p]
+			return s, ok
+		})
+		if !ok {
+			w.fail(p, "must be a string, got "+describe(m[name], true), "")
+			continue
+		}
+		out[cn] = s
+		w.set(path+"."+cn, p)
+	}
+	return out
+}
+
+// asMap returns v as a map with string keys.
+func asMap(v any) (map[string]any, bool) {
+	switch m := v.(type) {
+	case map[string]any:
+		return m, true
+	case map[any]any:
+		out := make(map[string]any, len(m))
+		for k, v := range m {
+			out[fmt.Sprint(k)] = v
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// yamlIndex maps raw key paths of the file to the line of the key and, for
+// scalars, to their literal text ("a.b" for a value, "a.b[2]" for a list item).
+type yamlIndex struct {
+	lines map[string]int
+	texts map[string]string
+}
+
+// indexYAML indexes the mapping node root. Aliases are not followed, so
+// keys that come from an anchor have no line.
+func indexYAML(root *yaml.Node) yamlIndex {
+	idx := yamlIndex{lines: map[string]int{}, texts: map[string]string{}}
+	var walk func(path string, n *yaml.Node)
+	walk = func(path string, n *yaml.Node) {
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				if k.Kind != yaml.ScalarNode || k.Value == "<<" {
+					continue
+				}
+				p := joinPath(path, k.Value)
+				if _, dup := idx.lines[p]; !dup {
+					idx.lines[p] = k.Line
+				}
+				if v.Kind == yaml.ScalarNode {
+					idx.texts[p] = v.Value
+				}
+				walk(p, v)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				if c.Kind == yaml.ScalarNode {
+					idx.texts[fmt.Sprintf("%s[%d]", path, i)] = c.Value
+				}
+			}
+		}
+	}
+	walk("", root)
+	return idx
+}

@@ -1,0 +1,111 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/switchboard-http/switchboard/config"
+)
+
+func TestClientConfigHash(t *testing.T) {
+	base := config.Default().Hash()
+	if got := config.Default().Hash(); got != base {
+		t.Fatalf("Hash of equal configs: got %s and %s, want equal", got, base)
+	}
+	if len(base) != 64 {
+		t.Errorf("Hash length: got %d, want 64", len(base))
+	}
+
+	same := config.Default()
+	same.Headers = nil
+	same.Retry.RetryableMethods = nil
+	if got := same.Hash(); got != base {
+		t.Errorf("Hash with nil instead of empty map and list: got %s, want %s", got, base)
+	}
+
+	tests := []struct {
+		name   string
+		mutate func(c *config.ClientConfig)
+	}{
+		{"timeout", func(c *config.ClientConfig) { c.Timeout++ }},
+		{"header added", func(c *config.ClientConfig) { c.Headers = map[string]string{"X-A": "1"} }},
+		{"header name vs value", func(c *config.ClientConfig) { c.Headers = map[string]string{"X-A1": ""} }},
+		{"transport", func(c *config.ClientConfig) { c.Transport.ForceHTTP2 = false }},
+		{"proxy", func(c *config.ClientConfig) { c.Transport.ProxyURL = "http://p:1" }},
+		{"tls", func(c *config.ClientConfig) { c.TLS.ServerName = "x" }},
+		{"retry list item", func(c *config.ClientConfig) { c.Retry.RetryableStatus[0] = 500 }},
+		{"retry list order", func(c *config.ClientConfig) {
+			s := c.Retry.RetryableStatus
+			s[0], s[1] = s[1], s[0]
+		}},
+		{"methods", func(c *config.ClientConfig) { c.Retry.RetryableMethods = []string{"GET"} }},
+		{"methods split differently", func(c *config.ClientConfig) { c.Retry.RetryableMethods = []string{"GE", "T"} }},
+		{"budget", func(c *config.ClientConfig) { c.Retry.Budget.Ratio = 0.25 }},
+		{"breaker", func(c *config.ClientConfig) { c.CircuitBreaker.Enabled = true }},
+		{"bulkhead", func(c *config.ClientConfig) { c.Bulkhead.MaxWait = time.Nanosecond }},
+		{"rate limit", func(c *config.ClientConfig) { c.RateLimit.RequestsPerSecond = 0.5 }},
+		{"auth secret", func(c *config.ClientConfig) { c.Auth.BearerToken = "t" }},
+		{"basic password", func(c *config.ClientConfig) { c.Auth.Basic.Password = "p" }},
+		{"logging", func(c *config.ClientConfig) { c.Logging.Level = "off" }},
+	}
+	seen := map[string]string{base: "base"}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := config.Default()
+			tt.mutate(&c)
+			got := c.Hash()
+			if prev, dup := seen[got]; dup {
+				t.Errorf("Hash after %s: got the same hash as %s, want a different one", tt.name, prev)
+			}
+			seen[got] = tt.name
+			if again := c.Hash(); again != got {
+				t.Errorf("Hash twice: got %s then %s, want equal", got, again)
+			}
+		})
+	}
+}
+
+func TestLoadedHashStable(t *testing.T) {
+	file := "defaults:\n  headers: {A: '1', B: '2', C: '3'}\nclients:\n  billing: {timeout: 3s}\n"
+	h1 := client(t, mustLoad(t, config.Loader{File: writeConfig(t, file)}), "billing").Hash()
+	h2 := client(t, mustLoad(t, config.Loader{File: writeConfig(t, file)}), "billing").Hash()
+	if h1 != h2 {
+		t.Errorf("Hash across loads: got %s and %s, want equal", h1, h2)
+	}
+}
+
+// A rotated token file must change the input hash, or a reload it triggers
+// would be skipped as unchanged and the old token kept.
+func TestInputHashCoversReferencedFiles(t *testing.T) {
+	dir := t.TempDir()
+	token := filepath.Join(dir, "token")
+	file := filepath.Join(dir, "clients.yaml")
+	mustWrite(t, token, "first")
+	mustWrite(t, file, "clients:\n  billing:\n    auth: {host: billing.internal, bearer_token_file: "+token+"}\n")
+	l := config.Loader{File: file}
+	a, err := l.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(a.Files, token) {
+		t.Fatalf("Files: got %v, want the token file in it", a.Files)
+	}
+	mustWrite(t, token, "second")
+	b, err := l.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.InputHash == b.InputHash {
+		t.Fatal("InputHash did not change when the token file did")
+	}
+}
+
+func mustWrite(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

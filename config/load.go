@@ -1,0 +1,297 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/pflag"
+)
+
+// Loader reads a Config from its layers, lowest first: the built-in defaults
+// (Default(), as the `defaults` section), the YAML File, the environment
+// variables that start with EnvPrefix, and the Flags the user set. See the
+// package documentation for the rules.
+//
+// The zero Loader has no layer but the built-in defaults: it loads a Config
+// with Default() as Defaults and no clients. A Loader is a plain value and
+// Load keeps no state between calls, so one Loader is safe for concurrent
+// use provided Flags is not being parsed or changed at the same time.
+type Loader struct {
+	// File is the YAML file; "" means no file layer.
+	File string
+	// EnvPrefix selects the env layer's variables, e.g. "SWITCHBOARD_"
+	// (matched case-insensitively); "" means no env layer.
+	EnvPrefix string
+	// Flags is the application's flag set, already parsed; nil means no flag
+	// layer. RegisterFlags adds --set to it.
+	Flags *pflag.FlagSet
+	// Environ returns the environment as "NAME=value" entries; nil means
+	// os.Environ. Tests inject their own.
+	Environ func() []string
+}
+
+// ErrEmptyFile is matched (errors.Is) by the error Load returns when the file
+// holds nothing but blanks and comments. A missing file yields an error that
+// matches fs.ErrNotExist.
+var ErrEmptyFile = errors.New("config file is empty")
+
+// clientNameRE is what a client name must match: a dot would break key paths.
+var clientNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// loadState is the work of one Load call. It is not safe for concurrent use.
+type loadState struct {
+	errs    []*FieldError
+	origins map[string]Origin // full key path → where its current value came from
+	k       *koanf.Koanf
+}
+
+// Load reads every layer into a fresh koanf instance, merges `defaults` under
+// each client, decodes and validates the result. It returns either a Config
+// that passes Validate, with Provenance, Files and InputHash set, or the zero
+// Config and an error: a file-level error (missing, unreadable, empty or
+// malformed YAML, naming the file), or every *FieldError of the load joined
+// together (take them apart with FieldErrors).
+func (l Loader) Load() (Config, error) {
+	st := &loadState{origins: map[string]Origin{}, k: koanf.New(".")}
+	ih := sha256.New()
+
+	builtin := toTree(Default())
+	clientSchema.walkLeaves("", func(rel string, _ *field) {
+		st.origins["defaults."+rel] = Origin{Layer: LayerBuiltin, Path: "defaults." + rel}
+	})
+	if err := st.merge(map[string]any{"defaults": builtin, "clients": map[string]any{}}); err != nil {
+		return Config{}, err
+	}
+
+	var fileClients []string
+	if l.File != "" {
+		b, err := file.Provider(l.File).ReadBytes()
+		if err != nil {
+			return Config{}, fmt.Errorf("read config file: %w", err)
+		}
+		writeHashField(ih, "file", string(b))
+		tree, clients, err := st.fileLayer(l.File, b)
+		if err != nil {
+			return Config{}, err
+		}
+		fileClients = clients
+		if err := st.merge(tree); err != nil {
+			return Config{}, err
+		}
+	}
+	if l.EnvPrefix != "" {
+		environ := l.Environ
+		if environ == nil {
+			environ = os.Environ
+		}
+		if err := st.merge(st.envLayer(l.EnvPrefix, environ(), fileClients, ih)); err != nil {
+			return Config{}, err
+		}
+	}
+	if l.Flags != nil {
+		if err := st.merge(st.flagLayer(l.Flags, ih)); err != nil {
+			return Config{}, err
+		}
+	}
+
+	cfg, err := st.build()
+	if err != nil {
+		return Config{}, err
+	}
+	if len(st.errs) > 0 {
+		return Config{}, st.err(l.File)
+	}
+	cfg.Files = referencedFiles(l.File, cfg)
+	// The TLS and secret files are inputs too: a rotated token or
+	// certificate must not be skipped as an unchanged reload.
+	for _, f := range cfg.Files {
+		if f == l.File {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			b = []byte("unreadable: " + err.Error())
+		}
+		sum := sha256.Sum256(b)
+		writeHashField(ih, "ref", f, hex.EncodeToString(sum[:]))
+	}
+	cfg.InputHash = hex.EncodeToString(ih.Sum(nil))
+	return cfg, nil
+}
+
+// merge loads one layer's canonical tree into the koanf instance: maps merge
+// key by key, everything else replaces.
+func (st *loadState) merge(tree map[string]any) error {
+	if err := st.k.Load(confmap.Provider(tree, ""), nil); err != nil {
+		return fmt.Errorf("merge layer: %w", err)
+	}
+	return nil
+}
+
+// build merges `defaults` under each client of the layered tree, decodes the
+// result and validates it, adding every problem to st.errs.
+func (st *loadState) build() (Config, error) {
+	raw := st.k.Raw()
+	defTree, _ := raw["defaults"].(map[string]any)
+	clientTrees, _ := raw["clients"].(map[string]any)
+
+	var cfg Config
+	var err error
+	if cfg.Defaults, err = decodeClient(defTree); err != nil {
+		return Config{}, err
+	}
+	cfg.Clients = make(map[string]ClientConfig, len(clientTrees))
+	for _, name := range slices.Sorted(maps.Keys(clientTrees)) {
+		ct, _ := clientTrees[name].(map[string]any)
+		if cfg.Clients[name], err = decodeClient(mergeUnder(defTree, ct)); err != nil {
+			return Config{}, err
+		}
+	}
+	cfg.Provenance = st.provenance(cfg)
+	st.validate(cfg)
+	return cfg, nil
+}
+
+// validate runs Config.Validate's checks and says for each problem where the
+// offending value came from. A client's error about a value it inherited from
+// `defaults` is dropped when `defaults` has the same error.
+func (st *loadState) validate(cfg Config) {
+	defErrs := map[string]bool{}
+	for _, fe := range validateClient("defaults", cfg.Defaults) {
+		st.annotate(fe, fe.Path)
+		defErrs[fe.Path+"\x00"+fe.Msg] = true
+		st.errs = append(st.errs, fe)
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Clients)) {
+		prefix := "clients." + name
+		for _, fe := range validateClient(prefix, cfg.Clients[name]) {
+			rel := fe.Path[len(prefix)+1:]
+			o := st.annotate(fe, fe.Path)
+			if o.Path == "defaults."+rel && defErrs[o.Path+"\x00"+fe.Msg] {
+				continue
+			}
+			st.errs = append(st.errs, fe)
+		}
+	}
+}
+
+// annotate sets fe's Line or SetBy from the origin of the value at path
+// (for a client key not set in the client, the inherited `defaults` key).
+func (st *loadState) annotate(fe *FieldError, path string) Origin {
+	o, ok := st.origins[path]
+	if !ok {
+		if rel, ok2 := relOfClientPath(path); ok2 {
+			o, ok = st.origins["defaults."+rel]
+		}
+	}
+	if !ok {
+		return Origin{}
+	}
+	switch o.Layer {
+	case LayerFile:
+		fe.Line = o.Line
+	case LayerEnv:
+		fe.SetBy = "env " + o.Name
+	case LayerFlag:
+		fe.SetBy = o.Name
+	}
+	return o
+}
+
+// relOfClientPath returns "retry.max_retries" for
+// "clients.billing.retry.max_retries".
+func relOfClientPath(path string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, "clients.")
+	if !ok {
+		return "", false
+	}
+	_, rel, ok := strings.Cut(rest, ".")
+	return rel, ok
+}
+
+// err returns every collected FieldError, sorted by path, joined and wrapped
+// with the file name.
+func (st *loadState) err(file string) error {
+	slices.SortStableFunc(st.errs, func(a, b *FieldError) int {
+		if a.Path != b.Path {
+			if a.Path < b.Path {
+				return -1
+			}
+			return 1
+		}
+		return a.Line - b.Line
+	})
+	joined := joinFieldErrors(st.errs)
+	what := "config"
+	if file != "" {
+		what = "config " + file
+	}
+	if len(st.errs) == 1 {
+		return fmt.Errorf("%s: %w", what, joined)
+	}
+	return fmt.Errorf("%s: %s errors:\n%w", what, strconv.Itoa(len(st.errs)), joined)
+}
+
+// mergeUnder returns over merged over base: maps merge key by key, any other
+// value in over replaces base's. Neither input is changed.
+func mergeUnder(base, over map[string]any) map[string]any {
+	out := make(map[string]any, len(base)+len(over))
+	maps.Copy(out, base)
+	for k, v := range over {
+		if om, ok := v.(map[string]any); ok {
+			if bm, ok := base[k].(map[string]any); ok {
+				out[k] = mergeUnder(bm, om)
+				continue
+			}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// decodeClient decodes a canonical, complete client tree. The tree was type
+// checked key by key already, so an error here is a bug, not bad input.
+func decodeClient(tree map[string]any) (ClientConfig, error) {
+	var c ClientConfig
+	dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+		TagName:     "koanf",
+		Result:      &c,
+		ErrorUnused: true,
+	})
+	if err != nil {
+		return ClientConfig{}, fmt.Errorf("decode config: %w", err)
+	}
+	if err := dec.Decode(tree); err != nil {
+		return ClientConfig{}, fmt.Errorf("decode config: %w", err)
+	}
+	if c.Headers == nil {
+		c.Headers = map[string]string{}
+	}
+	return c, nil
+}
+
+// setPath stores v at segs in tree, creating sections on the way.
+func setPath(tree map[string]any, segs []string, v any) {
+	m := tree
+	for _, s := range segs[:len(segs)-1] {
+		next, ok := m[s].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[s] = next
+		}
+		m = next
+	}
+	m[segs[len(segs)-1]] = v
+}

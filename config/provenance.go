@@ -1,0 +1,57 @@
+package config
+
+import (
+	"maps"
+	"slices"
+)
+
+// provenance builds the Provenance of cfg from the origins of every key the
+// layers set. A client key its own section did not set is attributed to the
+// `defaults` key it inherited, with that key's Path.
+func (st *loadState) provenance(cfg Config) *Provenance {
+	p := &Provenance{
+		Defaults: st.originsOf("defaults", "", cfg.Defaults),
+		Clients:  make(map[string]map[string]Origin, len(cfg.Clients)),
+	}
+	for name, c := range cfg.Clients {
+		p.Clients[name] = st.originsOf("clients."+name, "defaults", c)
+	}
+	return p
+}
+
+// originsOf returns the origin of every effective key of c, which lives at
+// prefix; keys not found there are looked up under fallback (when not "").
+func (st *loadState) originsOf(prefix, fallback string, c ClientConfig) map[string]Origin {
+	out := map[string]Origin{}
+	add := func(rel string) {
+		if o, ok := st.origins[prefix+"."+rel]; ok {
+			out[rel] = o
+			return
+		}
+		if fallback != "" {
+			if o, ok := st.origins[fallback+"."+rel]; ok {
+				out[rel] = o
+			}
+		}
+	}
+	clientSchema.walkLeaves("", func(rel string, f *field) {
+		if f.kind != kindStringMap {
+			add(rel)
+			return
+		}
+		for _, h := range slices.Sorted(maps.Keys(c.Headers)) {
+			add(rel + "." + h)
+		}
+	})
+	return out
+}
+
+// Default returns where key of the `defaults` section got its value; ok is
+// false when the provenance does not know the key. Safe for concurrent use.
+func (p *Provenance) Default(key string) (o Origin, ok bool) {
+	if p == nil {
+		return Origin{}, false
+	}
+	o, ok = p.Defaults[key]
+	return o, ok
+}

@@ -1,0 +1,252 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/switchboard-http/switchboard/middleware"
+)
+
+// Validate checks c as Load does after decoding and returns every problem
+// found as a *FieldError, joined with errors.Join, or nil. Paths are
+// "defaults.<key>" and "clients.<name>.<key>".
+//
+// It checks ranges (no negative counts, sizes or durations; status codes in
+// 100..599; failure_rate_threshold in (0, 1]; failure_threshold,
+// minimum_calls, half_open_max_requests and success_threshold >= 1; a
+// positive breaker window), enumerations (jitter, circuit_breaker.mode and
+// scope, logging.level, tls.min_version; "" stands for the default),
+// syntax (retryable_methods and header names are HTTP tokens, proxy_url an
+// http, https or socks5 URL, auth.host a bare host[:port]), contradictions
+// (attempt_timeout >= timeout, initial_backoff > max_backoff, burst < 1
+// with a rate, a credential without auth.host, a value and its _file both
+// set, cert_file without key_file) and that every referenced file can be
+// read. The breaker's numbers are checked whether or not the breaker is
+// enabled: they are defaults a client may switch on later.
+//
+// Client names must match ^[A-Za-z0-9_-]+$. A Config built in code should
+// start each ClientConfig from Default(): the zero ClientConfig fails the
+// breaker checks. Values of secret keys never appear in the errors.
+// Validate reads referenced files but changes nothing; it is safe for
+// concurrent use.
+func (c Config) Validate() error {
+	errs := validateClient("defaults", c.Defaults)
+	for _, name := range slices.Sorted(maps.Keys(c.Clients)) {
+		if !clientNameRE.MatchString(name) {
+			errs = append(errs, &FieldError{
+				Path: "clients." + name,
+				Msg:  fmt.Sprintf("client name %s must match %s", quoteShort(name), clientNameRE),
+			})
+			continue
+		}
+		errs = append(errs, validateClient("clients."+name, c.Clients[name])...)
+	}
+	return joinFieldErrors(errs)
+}
+
+// validator collects FieldErrors under one section prefix.
+type validator struct {
+	prefix string
+	errs   []*FieldError
+}
+
+func (v *validator) fail(key, format string, args ...any) {
+	v.errs = append(v.errs, &FieldError{Path: v.prefix + "." + key, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) nonNegInt(key string, n int) {
+	if n < 0 {
+		v.fail(key, "must be >= 0, got %d", n)
+	}
+}
+
+func (v *validator) atLeastOne(key string, n int) {
+	if n < 1 {
+		v.fail(key, "must be >= 1, got %d", n)
+	}
+}
+
+func (v *validator) nonNegDuration(key string, d time.Duration) {
+	if d < 0 {
+		v.fail(key, "must be >= 0, got %s", d)
+	}
+}
+
+func (v *validator) nonNegFloat(key string, x float64) {
+	if !(x >= 0) {
+		v.fail(key, "must be >= 0, got %g", x)
+	}
+}
+
+func (v *validator) oneOf(key, got string, allowed ...string) {
+	if got != "" && !slices.Contains(allowed, got) {
+		v.fail(key, "must be one of %s, got %s", strings.Join(allowed, ", "), quoteShort(got))
+	}
+}
+
+func (v *validator) readable(key, path string) {
+	if path == "" {
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		v.fail(key, "cannot read file: %v", err)
+		return
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		v.fail(key, "cannot read file %s: is a directory", quoteShort(path))
+	}
+}
+
+// validateClient checks one client (or the defaults) section at prefix.
+func validateClient(prefix string, c ClientConfig) []*FieldError {
+	v := &validator{prefix: prefix}
+	v.nonNegDuration("timeout", c.Timeout)
+	for _, name := range slices.Sorted(maps.Keys(c.Headers)) {
+		if !isToken(name) {
+			v.fail("headers."+name, "header name must be an HTTP token")
+		}
+		if strings.ContainsAny(c.Headers[name], "\r\n\x00") {
+			v.fail("headers."+name, "header value must not contain CR, LF or NUL")
+		}
+	}
+	validateTransport(v, c.Transport)
+	validateTLS(v, c.TLS)
+	validateRetry(v, c.Retry, c.Timeout)
+	validateBreaker(v, c.CircuitBreaker)
+	v.nonNegInt("bulkhead.max_concurrent", c.Bulkhead.MaxConcurrent)
+	v.nonNegDuration("bulkhead.max_wait", c.Bulkhead.MaxWait)
+	v.nonNegFloat("rate_limit.requests_per_second", c.RateLimit.RequestsPerSecond)
+	v.nonNegInt("rate_limit.burst", c.RateLimit.Burst)
+	if c.RateLimit.RequestsPerSecond > 0 && c.RateLimit.Burst < 1 {
+		v.fail("rate_limit.burst", "must be >= 1 when requests_per_second is set, got %d", c.RateLimit.Burst)
+	}
+	validateAuth(v, c.Auth)
+	v.oneOf("logging.level", string(c.Logging.Level),
+		string(middleware.LogDebug), string(middleware.LogInfo), string(middleware.LogOff))
+	return v.errs
+}
+
+func validateTransport(v *validator, t TransportConfig) {
+	v.nonNegDuration("transport.dial_timeout", t.DialTimeout)
+	v.nonNegDuration("transport.keep_alive", t.KeepAlive)
+	v.nonNegDuration("transport.tls_handshake_timeout", t.TLSHandshakeTimeout)
+	v.nonNegDuration("transport.response_header_timeout", t.ResponseHeaderTimeout)
+	v.nonNegDuration("transport.idle_conn_timeout", t.IdleConnTimeout)
+	v.nonNegInt("transport.max_idle_conns", t.MaxIdleConns)
+	v.nonNegInt("transport.max_idle_conns_per_host", t.MaxIdleConnsPerHost)
+	v.nonNegInt("transport.max_conns_per_host", t.MaxConnsPerHost)
+	v.nonNegInt("transport.max_redirects", t.MaxRedirects)
+	if t.ProxyURL != "" {
+		// The URL is never shown: it may hold a password.
+		u, err := url.Parse(t.ProxyURL)
+		switch {
+		case err != nil:
+			v.fail("transport.proxy_url", "must be an http, https or socks5 URL like http://proxy:3128")
+		case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5":
+			v.fail("transport.proxy_url", "must be an http, https or socks5 URL, got scheme %s", quoteShort(u.Scheme))
+		case u.Host == "":
+			v.fail("transport.proxy_url", "must be an http, https or socks5 URL with a host, like http://proxy:3128")
+		}
+	}
+}
+
+func validateTLS(v *validator, t TLSConfig) {
+	v.oneOf("tls.min_version", t.MinVersion, "1.0", "1.1", "1.2", "1.3")
+	switch {
+	case t.CertFile != "" && t.KeyFile == "":
+		v.fail("tls.key_file", "must be set when cert_file is set")
+	case t.CertFile == "" && t.KeyFile != "":
+		v.fail("tls.cert_file", "must be set when key_file is set")
+	}
+	v.readable("tls.ca_file", t.CAFile)
+	v.readable("tls.cert_file", t.CertFile)
+	v.readable("tls.key_file", t.KeyFile)
+}
+
+func validateRetry(v *validator, r middleware.RetrySettings, timeout time.Duration) {
+	v.nonNegInt("retry.max_retries", r.MaxRetries)
+	v.nonNegDuration("retry.initial_backoff", r.InitialBackoff)
+	v.nonNegDuration("retry.max_backoff", r.MaxBackoff)
+	if r.InitialBackoff > r.MaxBackoff && r.MaxBackoff >= 0 {
+		v.fail("retry.initial_backoff", "must be <= max_backoff (%s), got %s", r.MaxBackoff, r.InitialBackoff)
+	}
+	v.oneOf("retry.jitter", string(r.Jitter), string(middleware.JitterFull), string(middleware.JitterEqual),
+		string(middleware.JitterDecorrelated), string(middleware.JitterNone))
+	for i, s := range r.RetryableStatus {
+		if s < 100 || s > 599 {
+			v.fail("retry.retryable_status", "item %d must be a status code in 100..599, got %d", i+1, s)
+		}
+	}
+	for i, m := range r.RetryableMethods {
+		if !isToken(m) {
+			v.fail("retry.retryable_methods", "item %d must be an HTTP method, got %s", i+1, quoteShort(m))
+		}
+	}
+	v.nonNegDuration("retry.attempt_timeout", r.AttemptTimeout)
+	if r.AttemptTimeout > 0 && timeout > 0 && r.AttemptTimeout >= timeout {
+		v.fail("retry.attempt_timeout", "must be less than timeout (%s), got %s", timeout, r.AttemptTimeout)
+	}
+	if r.MaxBufferedBody < 0 {
+		v.fail("retry.max_buffered_body", "must be >= 0, got %d", r.MaxBufferedBody)
+	}
+	v.nonNegFloat("retry.budget.ratio", r.Budget.Ratio)
+	v.nonNegFloat("retry.budget.min_per_second", r.Budget.MinPerSecond)
+	v.nonNegDuration("retry.budget.ttl", r.Budget.TTL)
+}
+
+func validateBreaker(v *validator, b middleware.BreakerSettings) {
+	v.oneOf("circuit_breaker.mode", string(b.Mode), string(middleware.BreakerConsecutive), string(middleware.BreakerRate))
+	v.atLeastOne("circuit_breaker.failure_threshold", b.FailureThreshold)
+	if !(b.FailureRateThreshold > 0 && b.FailureRateThreshold <= 1) {
+		v.fail("circuit_breaker.failure_rate_threshold", "must be in (0, 1], got %g", b.FailureRateThreshold)
+	}
+	if b.Window <= 0 {
+		v.fail("circuit_breaker.window", "must be > 0, got %s", b.Window)
+	}
+	v.atLeastOne("circuit_breaker.minimum_calls", b.MinimumCalls)
+	v.nonNegDuration("circuit_breaker.cooldown", b.Cooldown)
+	v.atLeastOne("circuit_breaker.half_open_max_requests", b.HalfOpenMaxRequests)
+	v.atLeastOne("circuit_breaker.success_threshold", b.SuccessThreshold)
+	v.oneOf("circuit_breaker.scope", string(b.Scope), string(middleware.ScopeClient), string(middleware.ScopeHost))
+}
+
+func validateAuth(v *validator, a middleware.AuthSettings) {
+	if a.HasCredential() && a.Host == "" {
+		v.fail("auth.host", "must be set when a credential is set: the credential is sent to this host only")
+	}
+	if a.Host != "" && (strings.ContainsAny(a.Host, "/?#@ ") || strings.Contains(a.Host, "://")) {
+		v.fail("auth.host", "must be a bare host[:port] as in request URLs, got %s", quoteShort(a.Host))
+	}
+	if a.BearerToken != "" && a.BearerTokenFile != "" {
+		v.fail("auth.bearer_token_file", "cannot be set together with bearer_token")
+	}
+	if a.Basic.Password != "" && a.Basic.PasswordFile != "" {
+		v.fail("auth.basic.password_file", "cannot be set together with basic.password")
+	}
+	v.readable("auth.bearer_token_file", a.BearerTokenFile)
+	v.readable("auth.basic.password_file", a.Basic.PasswordFile)
+}
+
+// isToken reports whether s is a non-empty HTTP token (RFC 9110 tchar*).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
