@@ -1,0 +1,92 @@
+package factory_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/switchboard-http/switchboard/config"
+	"github.com/switchboard-http/switchboard/factory"
+	"github.com/switchboard-http/switchboard/middleware"
+)
+
+// okTransport answers every request with a fresh 200 and no body, in memory.
+var okTransport = middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
+})
+
+func benchRegistry(b *testing.B) *factory.Registry {
+	cfg := config.Config{Defaults: config.Default(), Clients: map[string]config.ClientConfig{"billing": config.Default()}}
+	r, err := factory.New(cfg, factory.Options{Base: okTransport, Logger: discard()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { r.Close() })
+	return r
+}
+
+func BenchmarkGet(b *testing.B) {
+	r := benchRegistry(b)
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if r.Get("billing") == nil {
+				b.Fatal("nil client")
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if r.Get("billing") == nil {
+					b.Fatal("nil client")
+				}
+			}
+		})
+	})
+}
+
+func TestGetAllocatesNothing(t *testing.T) {
+	cfg := config.Config{Defaults: config.Default(), Clients: map[string]config.ClientConfig{"billing": config.Default()}}
+	r, err := factory.New(cfg, factory.Options{Base: okTransport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	r.Get("seen-once")
+	if n := testing.AllocsPerRun(100, func() { r.Get("billing"); r.Get("seen-once") }); n != 0 {
+		t.Fatalf("Get: got %v allocs/op, want 0", n)
+	}
+}
+
+// BenchmarkRequest compares a GET through the built-in default pipeline
+// (retry, budget, 30s timeout) with the same in-memory transport bare.
+func BenchmarkRequest(b *testing.B) {
+	req, _ := http.NewRequest(http.MethodGet, "http://billing.internal/v1/invoices", nil)
+	run := func(b *testing.B, c *http.Client) {
+		b.Run("serial", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := c.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+		})
+		b.Run("parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					resp, err := c.Do(req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					resp.Body.Close()
+				}
+			})
+		})
+	}
+	b.Run("bare", func(b *testing.B) { run(b, &http.Client{Transport: okTransport}) })
+	b.Run("defaults", func(b *testing.B) { run(b, benchRegistry(b).Get("billing")) })
+}

@@ -1,0 +1,79 @@
+package factory
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/switchboard-http/switchboard/middleware"
+)
+
+// Options configures a Registry. The zero value is valid: no file, no env
+// layer, no flags, slog.Default() for logs, no hooks. Options are read once by
+// Open or New; changing them afterwards has no effect.
+type Options struct {
+	// File is the YAML file, watched for changes unless NoWatch. Open needs
+	// it; New ignores it.
+	File string
+	// NoWatch turns the file watcher off; Reload still re-reads every layer.
+	NoWatch bool
+	// EnvPrefix, such as "SWITCHBOARD_", turns on the env layer; "" = none.
+	EnvPrefix string
+	// Flags, when not nil, is the flag layer: `--set key=value` (see
+	// config.RegisterFlags) and flags named like key paths. Parse it first.
+	Flags *pflag.FlagSet
+	// Logger receives every log record and event; nil means slog.Default().
+	Logger *slog.Logger
+	// OnReload is called after every reload attempt, applied or rejected,
+	// on the goroutine that ran it. A panic in it is recovered and logged.
+	OnReload func(ReloadEvent)
+
+	// Debounce is the watcher's quiet time before a reload; 0 means 100ms.
+	Debounce time.Duration
+	// Environ replaces os.Environ as the env layer's source; nil = os.Environ.
+	Environ func() []string
+	// Observer receives every event of every client, for metrics; nil = none.
+	Observer middleware.Observer
+	// Base, when not nil, is the base RoundTripper of every client instead of
+	// an *http.Transport built from the transport and tls blocks (which are
+	// then ignored, except transport.max_redirects). Meant for tests and
+	// in-memory transports.
+	Base http.RoundTripper
+	// Hooks are code-only settings applied to every client.
+	Hooks Hooks
+	// ClientHooks are code-only settings of named clients, applied inside
+	// the ones of Hooks.
+	ClientHooks map[string]Hooks
+}
+
+// Hooks are the code-only parts of a client's pipeline: behaviour that YAML
+// cannot express. The zero value adds nothing.
+type Hooks struct {
+	// Outer middleware wrap the whole pipeline and see each logical call once,
+	// outside the total timeout. The first is the outermost.
+	Outer []middleware.Middleware
+	// Attempt middleware see every attempt, just inside the attempt timeout.
+	Attempt []middleware.Middleware
+	// ShouldRetry replaces the method and outcome gates of the retry layer
+	// (see middleware.RetryOptions).
+	ShouldRetry func(req *http.Request, resp *http.Response, err error) bool
+	// IsFailure replaces the circuit breaker's failure test (transport error
+	// or status >= 500); see middleware.BreakerOptions.
+	IsFailure func(resp *http.Response, err error) bool
+	// OnStateChange is told of every breaker state change of the client,
+	// never with a lock held; host is "" for a breaker of scope client.
+	OnStateChange func(client, host string, from, to middleware.BreakerState)
+}
+
+// ReloadEvent reports one reload attempt to Options.OnReload.
+type ReloadEvent struct {
+	// Generation is the generation serving after the attempt: the new one
+	// when applied, the old one when rejected or skipped.
+	Generation uint64
+	// Err is why the reload was rejected; nil when it was applied or skipped.
+	Err error
+	// Changed lists the clients whose pipeline was rebuilt, sorted.
+	Changed []string
+}

@@ -1,0 +1,159 @@
+package factory
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/switchboard-http/switchboard/config"
+	"github.com/switchboard-http/switchboard/middleware"
+)
+
+// pipeline is one generation of one client: its effective config and the
+// RoundTripper built from it. A pipeline is immutable once published; a
+// request that loaded it runs to its end on it.
+type pipeline struct {
+	name    string
+	cfg     config.ClientConfig
+	hash    string
+	defined bool // the config has a section for this client
+	gen     uint64
+	rt      http.RoundTripper
+	base    *base // nil when Options.Base is used
+
+	// The stateful components, nil when switched off. A reload hands them
+	// on to the next pipeline of the client, retuned in place.
+	budget   *middleware.Budget
+	breaker  *middleware.Breaker
+	bulkhead *middleware.Bulkhead
+	limiter  *middleware.RateLimit
+}
+
+// build makes the pipeline of client name from c, reusing from old (the
+// pipeline it replaces, or nil) whatever c did not change: the base transport
+// and its warm connections when the transport and tls blocks are equal, and
+// the stateful components, retuned in place.
+func (r *Registry) build(name string, c config.ClientConfig, defined bool, gen uint64, old *pipeline) (p *pipeline, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p, err = nil, fmt.Errorf("client %q: building pipeline panicked: %v", name, v)
+		}
+	}()
+	p = &pipeline{name: name, cfg: c, hash: c.Hash(), defined: defined, gen: gen}
+
+	var bottom http.RoundTripper
+	if r.opts.Base != nil {
+		bottom = r.opts.Base
+	} else {
+		if old != nil && old.base != nil && old.cfg.Transport == c.Transport && old.cfg.TLS == c.TLS {
+			p.base = old.base
+		} else {
+			t, err := newTransport(c.Transport, c.TLS)
+			if err != nil {
+				return nil, fmt.Errorf("client %q: %w", name, err)
+			}
+			p.base = &base{rt: t}
+		}
+		bottom = p.base
+	}
+
+	ev := &middleware.Events{Client: name, Logger: r.log, Observer: r.opts.Observer}
+	all, own := r.opts.Hooks, r.opts.ClientHooks[name]
+	h := all
+	if own.ShouldRetry != nil {
+		h.ShouldRetry = own.ShouldRetry
+	}
+	if own.IsFailure != nil {
+		h.IsFailure = own.IsFailure
+	}
+	if own.OnStateChange != nil {
+		h.OnStateChange = own.OnStateChange
+	}
+	r.carry(p, old, ev, h)
+
+	// The layers, outermost first, as DESIGN.md's pipeline draws them.
+	layers := make([]middleware.Middleware, 0, 16)
+	layers = append(layers, all.Outer...)
+	layers = append(layers, own.Outer...)
+	layers = append(layers, middleware.Timeout(c.Timeout, ev))
+	if p.breaker != nil {
+		layers = append(layers, p.breaker.Middleware())
+	}
+	if p.bulkhead != nil {
+		layers = append(layers, p.bulkhead.Middleware())
+	}
+	layers = append(layers,
+		middleware.Retry(c.Retry, middleware.RetryOptions{ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev}),
+		middleware.AttemptTimeout(c.Retry.AttemptTimeout),
+	)
+	layers = append(layers, all.Attempt...)
+	layers = append(layers, own.Attempt...)
+	if p.limiter != nil {
+		layers = append(layers, p.limiter.Middleware())
+	}
+	layers = append(layers, middleware.Headers(c.Headers))
+	p.rt = middleware.Chain(layers...)(bottom)
+	return p, nil
+}
+
+// carry gives p its stateful components: old's when old had them, retuned
+// in place when their settings changed, so a reload loses no state (an open
+// breaker stays open, budget and limiter tokens and bulkhead slots are
+// kept); new ones otherwise. A component switched off is dropped, so one
+// switched off and on again starts fresh.
+func (r *Registry) carry(p, old *pipeline, ev *middleware.Events, h Hooks) {
+	c := p.cfg
+	if old == nil {
+		old = &pipeline{}
+	}
+
+	p.budget = old.budget
+	if p.budget == nil {
+		p.budget = middleware.NewBudget(c.Retry.Budget)
+	} else if old.cfg.Retry.Budget != c.Retry.Budget {
+		p.budget.Update(c.Retry.Budget)
+	}
+
+	if c.CircuitBreaker.Enabled {
+		p.breaker = old.breaker
+		if p.breaker == nil {
+			o := middleware.BreakerOptions{IsFailure: h.IsFailure, Events: ev}
+			if f := h.OnStateChange; f != nil {
+				name := p.name
+				o.OnStateChange = func(host string, from, to middleware.BreakerState) { f(name, host, from, to) }
+			}
+			p.breaker = middleware.NewBreaker(c.CircuitBreaker, o)
+		} else if old.cfg.CircuitBreaker != c.CircuitBreaker {
+			p.breaker.Update(c.CircuitBreaker)
+		}
+	}
+
+	if c.Bulkhead.MaxConcurrent > 0 {
+		p.bulkhead = old.bulkhead
+		if p.bulkhead == nil {
+			p.bulkhead = middleware.NewBulkhead(c.Bulkhead, ev)
+		} else if old.cfg.Bulkhead != c.Bulkhead {
+			p.bulkhead.Update(c.Bulkhead)
+		}
+	}
+
+	if c.RateLimit.RequestsPerSecond > 0 {
+		p.limiter = old.limiter
+		if p.limiter == nil {
+			p.limiter = middleware.NewRateLimit(c.RateLimit, ev)
+		} else if old.cfg.RateLimit != c.RateLimit {
+			p.limiter.Update(c.RateLimit)
+		}
+	}
+}
+
+// errTransport is the pipeline of a client whose build failed outside a
+// reload (a name first seen by Get whose defaults can no longer be built):
+// every request fails with the build error.
+type errTransport struct{ err error }
+
+func (e errTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	return nil, e.err
+}

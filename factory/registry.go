@@ -1,0 +1,245 @@
+package factory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-http/switchboard/config"
+	"github.com/switchboard-http/switchboard/reload"
+)
+
+// ErrClosed is returned by Apply and Reload after Close.
+var ErrClosed = errors.New("factory: registry closed")
+
+// ErrNoSource is returned by Reload on a registry made by New, which has no
+// layers to re-read; use Apply.
+var ErrNoSource = errors.New("factory: registry has no config source to reload; use Apply")
+
+// Registry hands out one stable *http.Client per name and swaps the
+// pipeline behind each of them when the configuration changes. Get and the
+// clients it returns are safe for concurrent use, lock-free on their hot
+// paths, and keep working (on their last pipeline) after Close. The zero
+// value is not usable: make one with Open or New.
+type Registry struct {
+	opts   Options
+	log    *slog.Logger
+	loader *config.Loader // nil for New
+
+	// gen is the serving generation; clients holds every handed-out client
+	// by name. Both are replaced, never changed, so readers need no lock.
+	gen     atomic.Pointer[generation]
+	clients atomic.Pointer[map[string]*http.Client]
+
+	mu         sync.Mutex // serialises every writer below and of gen/clients
+	names      []string   // client name by pipeline index
+	warned     map[string]bool
+	closed     bool
+	lastReload time.Time
+	lastErr    error
+	lastHash   string
+	watcher    *reload.Watcher
+	due        chan struct{} // a reload is due (watcher → reloader)
+	stop       chan struct{}
+	stopped    chan struct{}
+}
+
+// generation is one consistent set of pipelines, indexed like Registry.names.
+type generation struct {
+	num   uint64
+	cfg   config.Config
+	pipes []*pipeline
+}
+
+// Open loads every layer named by o (built-in defaults, o.File, env with
+// o.EnvPrefix, o.Flags), validates the result, builds every client and,
+// unless o.NoWatch, starts watching the file. A bad config is an error and
+// nothing runs. Close the registry when done.
+func Open(ctx context.Context, o Options) (*Registry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	l := &config.Loader{File: o.File, EnvPrefix: o.EnvPrefix, Flags: o.Flags, Environ: o.Environ}
+	cfg, err := l.Load()
+	if err != nil {
+		return nil, err
+	}
+	r, err := newRegistry(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	r.loader = l
+	r.lastHash = cfg.InputHash
+	if o.File != "" && !o.NoWatch {
+		if err := r.startWatching(cfg.Files); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// New builds a registry from cfg, with no file, env or flag layer and no
+// watcher: o.File, o.NoWatch, o.EnvPrefix and o.Flags are ignored. Change
+// its configuration with Apply.
+func New(cfg config.Config, o Options) (*Registry, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return newRegistry(cfg, o)
+}
+
+func newRegistry(cfg config.Config, o Options) (*Registry, error) {
+	r := &Registry{opts: o, log: o.Logger, warned: map[string]bool{}}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	empty := map[string]*http.Client{}
+	r.clients.Store(&empty)
+	r.gen.Store(&generation{})
+	if _, err := r.apply(cfg); err != nil {
+		return nil, err
+	}
+	r.lastReload = time.Now()
+	return r, nil
+}
+
+// Get returns the client called name: the same pointer on every call for the
+// registry's life, so callers may keep it. A name the config does not define
+// gets a client that follows `defaults` (and its own section as soon as a
+// reload adds one), and one WARN is logged; Lookup tells the two apart. Get
+// takes no lock and allocates nothing once the name has been seen.
+func (r *Registry) Get(name string) *http.Client {
+	if c, ok := (*r.clients.Load())[name]; ok {
+		return c
+	}
+	return r.add(name)
+}
+
+// Lookup returns the client called name and true when the current config
+// defines it, and nil and false otherwise. It never creates a client.
+func (r *Registry) Lookup(name string) (*http.Client, bool) {
+	if _, ok := r.gen.Load().cfg.Clients[name]; !ok {
+		return nil, false
+	}
+	return r.Get(name), true
+}
+
+// Names returns the names of the clients the current config defines, sorted.
+func (r *Registry) Names() []string {
+	clients := r.gen.Load().cfg.Clients
+	out := make([]string, 0, len(clients))
+	for name := range clients {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// add creates the client of a name first seen by Get.
+func (r *Registry) add(name string) *http.Client {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := (*r.clients.Load())[name]; ok {
+		return c
+	}
+	g := r.gen.Load()
+	cc, defined := g.cfg.Clients[name]
+	if !defined {
+		cc = g.cfg.Defaults
+		if !r.warned[name] {
+			r.warned[name] = true
+			r.log.Warn("client not defined in config; it follows defaults", "client", name)
+		}
+	}
+	p, err := r.build(name, cc, defined, g.num, nil)
+	if err != nil {
+		r.log.Error("building client failed; its requests fail until a reload fixes it", "client", name, "error", err)
+		p = &pipeline{name: name, cfg: cc, defined: defined, gen: g.num, rt: errTransport{err}}
+	}
+	ng := &generation{num: g.num, cfg: g.cfg, pipes: append(g.pipes[:len(g.pipes):len(g.pipes)], p)}
+	r.names = append(r.names, name)
+	c := r.newClient(len(r.names) - 1)
+	r.gen.Store(ng)
+	r.publish(map[string]*http.Client{name: c})
+	return c
+}
+
+// publish adds clients to the name→client map (copy on write). r.mu held.
+func (r *Registry) publish(add map[string]*http.Client) {
+	if len(add) == 0 {
+		return
+	}
+	old := *r.clients.Load()
+	m := make(map[string]*http.Client, len(old)+len(add))
+	for k, v := range old {
+		m[k] = v
+	}
+	for k, v := range add {
+		m[k] = v
+	}
+	r.clients.Store(&m)
+}
+
+// newClient makes the stable client for pipeline index i.
+func (r *Registry) newClient(i int) *http.Client {
+	t := &clientTransport{r: r, i: i}
+	return &http.Client{Transport: t, CheckRedirect: t.checkRedirect}
+}
+
+// clientTransport is the Transport of a handed-out client: it runs each
+// request on the pipeline its client has in the serving generation.
+type clientTransport struct {
+	r *Registry
+	i int
+}
+
+func (t *clientTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return t.r.gen.Load().pipes[t.i].rt.RoundTrip(req)
+}
+
+// checkRedirect follows transport.max_redirects of the serving pipeline:
+// 0 returns the redirect response itself.
+func (t *clientTransport) checkRedirect(req *http.Request, via []*http.Request) error {
+	limit := t.r.gen.Load().pipes[t.i].cfg.Transport.MaxRedirects
+	if limit == 0 {
+		return http.ErrUseLastResponse
+	}
+	if len(via) > limit {
+		return fmt.Errorf("stopped after %d redirects (transport.max_redirects)", limit)
+	}
+	return nil
+}
+
+// Close stops the watcher and every goroutine the registry started and
+// closes idle connections. Clients handed out keep working afterwards, on
+// their last pipeline, but nothing reloads. Close is idempotent.
+func (r *Registry) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	w, stop, stopped := r.watcher, r.stop, r.stopped
+	r.mu.Unlock()
+
+	var err error
+	if w != nil {
+		err = w.Close()
+		close(stop)
+		<-stopped
+	}
+	for _, p := range r.gen.Load().pipes {
+		if p.base != nil {
+			p.base.closeIdle()
+		}
+	}
+	return err
+}
