@@ -16,7 +16,7 @@ func TestQuickstartRuns(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	for _, want := range []string{
-		"; attempt 2 in",          // step 1 retried
+		"; attempt 2 in",           // step 1 retried
 		`200 OK "invoice 42: paid`, // and succeeded
 		"reloaded: generation 2",   // step 2 applied
 		"503 Service Unavailable",  // without retries the 503 comes back
