@@ -41,18 +41,18 @@ type ClientConfig struct {
 // from these fields. Zero values mean what the field docs say. A plain value,
 // safe for concurrent reads.
 type TransportConfig struct {
-	DialTimeout           time.Duration `koanf:"dial_timeout" json:"dial_timeout"`                       // 0 = no dial timeout
-	KeepAlive             time.Duration `koanf:"keep_alive" json:"keep_alive"`                           // 0 = Go's default (15s)
-	TLSHandshakeTimeout   time.Duration `koanf:"tls_handshake_timeout" json:"tls_handshake_timeout"`     // 0 = none
-	ResponseHeaderTimeout time.Duration `koanf:"response_header_timeout" json:"response_header_timeout"` // 0 = none
-	IdleConnTimeout       time.Duration `koanf:"idle_conn_timeout" json:"idle_conn_timeout"`             // 0 = idle connections kept forever
-	MaxIdleConns          int           `koanf:"max_idle_conns" json:"max_idle_conns"`                   // 0 = unlimited
-	MaxIdleConnsPerHost   int           `koanf:"max_idle_conns_per_host" json:"max_idle_conns_per_host"` // 0 = Go's default (2)
-	MaxConnsPerHost       int           `koanf:"max_conns_per_host" json:"max_conns_per_host"`           // 0 = unlimited
+	DialTimeout           time.Duration `koanf:"dial_timeout" json:"dial_timeout"`                                   // 0 = no dial timeout
+	KeepAlive             time.Duration `koanf:"keep_alive" json:"keep_alive"`                                       // 0 = Go's default (15s)
+	TLSHandshakeTimeout   time.Duration `koanf:"tls_handshake_timeout" json:"tls_handshake_timeout"`                 // 0 = none
+	ResponseHeaderTimeout time.Duration `koanf:"response_header_timeout" json:"response_header_timeout"`             // 0 = none
+	IdleConnTimeout       time.Duration `koanf:"idle_conn_timeout" json:"idle_conn_timeout"`                         // 0 = idle connections kept forever
+	MaxIdleConns          int           `koanf:"max_idle_conns" json:"max_idle_conns" minimum:"0"`                   // 0 = unlimited
+	MaxIdleConnsPerHost   int           `koanf:"max_idle_conns_per_host" json:"max_idle_conns_per_host" minimum:"0"` // 0 = Go's default (2)
+	MaxConnsPerHost       int           `koanf:"max_conns_per_host" json:"max_conns_per_host" minimum:"0"`           // 0 = unlimited
 	DisableKeepAlives     bool          `koanf:"disable_keep_alives" json:"disable_keep_alives"`
 	ForceHTTP2            bool          `koanf:"force_http2" json:"force_http2"`
-	ProxyURL              string        `koanf:"proxy_url" json:"proxy_url"`         // "" = HTTP_PROXY / HTTPS_PROXY / NO_PROXY
-	MaxRedirects          int           `koanf:"max_redirects" json:"max_redirects"` // 0 = do not follow redirects
+	ProxyURL              string        `koanf:"proxy_url" json:"proxy_url"`                     // "" = HTTP_PROXY / HTTPS_PROXY / NO_PROXY
+	MaxRedirects          int           `koanf:"max_redirects" json:"max_redirects" minimum:"0"` // 0 = do not follow redirects
 }
 
 // TLSConfig is the `tls` block. The zero value uses the system roots and no
@@ -63,7 +63,7 @@ type TLSConfig struct {
 	CertFile           string `koanf:"cert_file" json:"cert_file"` // with KeyFile: client certificate (mTLS)
 	KeyFile            string `koanf:"key_file" json:"key_file"`
 	ServerName         string `koanf:"server_name" json:"server_name"`
-	MinVersion         string `koanf:"min_version" json:"min_version"` // "1.0" … "1.3"; "" = 1.2
+	MinVersion         string `koanf:"min_version" json:"min_version" enum:"1.0,1.1,1.2,1.3"` // "1.0" … "1.3"; "" = 1.2
 	InsecureSkipVerify bool   `koanf:"insecure_skip_verify" json:"insecure_skip_verify"`
 }
 

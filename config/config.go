@@ -33,15 +33,18 @@ type Layer int
 const (
 	LayerBuiltin Layer = iota // the built-in defaults
 	LayerFile                 // the YAML file
+	LayerSource               // a Source of Loader.Sources (Consul, etcd, …)
 	LayerEnv                  // an environment variable
 	LayerFlag                 // a command-line flag
 )
 
-// String returns "built-in", "file", "env" or "flag".
+// String returns "built-in", "file", "source", "env" or "flag".
 func (l Layer) String() string {
 	switch l {
 	case LayerFile:
 		return "file"
+	case LayerSource:
+		return "source"
 	case LayerEnv:
 		return "env"
 	case LayerFlag:
@@ -55,9 +58,9 @@ func (l Layer) String() string {
 // built-in layer with no path. A plain comparable value.
 type Origin struct {
 	Layer Layer
-	// Name is the file path, the env variable name, or the flag as given
-	// (for example "--set clients.billing.timeout" or "--clients.billing.timeout").
-	// Empty for LayerBuiltin.
+	// Name is the file path, the Source's Name, the env variable name, or
+	// the flag as given (for example "--set clients.billing.timeout" or
+	// "--clients.billing.timeout"). Empty for LayerBuiltin.
 	Name string
 	// Line is the 1-based line in the file, when Layer is LayerFile; 0 if unknown.
 	Line int

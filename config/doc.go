@@ -10,6 +10,7 @@
 //
 //	built-in defaults   Default(), as the `defaults` section
 //	file                the YAML file (Loader.File)
+//	sources             Consul, etcd, Vault, S3, … (Loader.Sources, see Source)
 //	env                 SWITCHBOARD_… variables (Loader.EnvPrefix)
 //	flags               --set key=value and flags named by key paths (Loader.Flags)
 //
@@ -60,6 +61,16 @@
 // an empty value is the empty list). A prefixed variable that names no key,
 // or whose value does not parse as the key's kind, is an error naming the
 // variable.
+//
+// # Sources
+//
+// A Source is a layer kept elsewhere: a key-value or secret store, an
+// object, a service. Its tree has the file's shape and is checked like the
+// file (errors say "set by source <name>"); its values may also be text,
+// parsed like env values. KoanfSource adapts any koanf.Provider (koanf
+// ships Consul, etcd, Vault, S3, … as separate modules, which the
+// application imports, not switchboard); a Source that implements Watchable
+// makes factory.Open reload when it changes.
 //
 // # Flags
 //

@@ -32,12 +32,15 @@ func (st *loadState) envLayer(prefix string, environ []string, fileClients []str
 			if len(name) < len(prefix) || !strings.EqualFold(name[:len(prefix)], prefix) {
 				return "", nil
 			}
-			return name, value
+			// A NUL cannot be in a real variable's name, but Environ is
+			// code's: keep such a name flat so that it is reported.
+			return strings.ReplaceAll(name, nul, "\x00"), value
 		},
 	}).Read()
 	vars := make([]envVar, 0, len(flat))
 	for name, value := range flat {
-		vars = append(vars, envVar{name, value.(string)})
+		s, _ := value.(string) // always a string: no name holds the delimiter
+		vars = append(vars, envVar{name, s})
 	}
 	slices.SortFunc(vars, func(a, b envVar) int { return cmp.Compare(a.name, b.name) })
 
@@ -76,6 +79,10 @@ func (st *loadState) envLayer(prefix string, environ []string, fileClients []str
 // has "_" turned into "-" and is put in canonical form.
 func resolveEnv(parts []string, fileClients []string) ([]string, *field, *FieldError) {
 	lowerPath := strings.ToLower(strings.Join(parts, "."))
+	if strings.Trim(lowerPath, ".") == "" {
+		// The prefix alone, or only separators: Path is never empty.
+		return nil, nil, &FieldError{Path: "(none)", Msg: "names no key: want DEFAULTS__<KEY> or CLIENTS__<NAME>__<KEY>"}
+	}
 	unknown := func(hint string) *FieldError {
 		return &FieldError{Path: lowerPath, Msg: "unknown key " + lowerPath, Hint: strings.ToUpper(hint)}
 	}

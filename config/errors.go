@@ -37,8 +37,9 @@ type FieldError struct {
 	// Input names the env variable or flag whose text could not be used, as
 	// "env NAME", "--set key" or "--flag.name"; empty otherwise.
 	Input string
-	// SetBy names the env variable or flag that set the offending value when
-	// it did not come from the file or the built-in defaults; empty otherwise.
+	// SetBy names the env variable, flag or Source ("source consul") that
+	// set the offending value when it did not come from the file or the
+	// built-in defaults; empty otherwise.
 	SetBy string
 }
 

@@ -33,7 +33,14 @@ func (st *loadState) fileLayer(name string, b []byte) (map[string]any, []string,
 	if err != nil {
 		return nil, nil, fmt.Errorf("config file %s: %w", name, err)
 	}
-	w := &fileWalker{st: st, name: name, idx: indexYAML(root)}
+	w := &fileWalker{st: st, layer: LayerFile, name: name, idx: indexYAML(root)}
+	tree, clients := w.top(mp)
+	return tree, clients, nil
+}
+
+// top checks the top level of a layer's tree: the sections defaults and
+// clients. It returns the canonical tree and the client names it defines.
+func (w *fileWalker) top(mp map[string]any) (map[string]any, []string) {
 	tree := map[string]any{}
 	var clients []string
 	for _, k := range slices.Sorted(maps.Keys(mp)) {
@@ -50,24 +57,30 @@ func (st *loadState) fileLayer(name string, b []byte) (map[string]any, []string,
 			w.fail(k, "unknown key", suggest(k, []string{"clients", "defaults"}))
 		}
 	}
-	return tree, clients, nil
+	return tree, clients
 }
 
-// fileWalker checks a parsed YAML tree against the schema.
+// fileWalker checks a parsed YAML tree, or a Source's tree, against the
+// schema.
 type fileWalker struct {
-	st   *loadState
-	name string
-	idx  yamlIndex
+	st    *loadState
+	layer Layer  // LayerFile or LayerSource
+	name  string // the file path or the Source's name
+	idx   yamlIndex
 }
 
 // fail reports a problem at the raw key path p.
 func (w *fileWalker) fail(p, msg, hint string) {
-	w.st.errs = append(w.st.errs, &FieldError{Path: p, Line: w.idx.lines[p], Msg: msg, Hint: hint})
+	fe := &FieldError{Path: p, Line: w.idx.lines[p], Msg: msg, Hint: hint}
+	if w.layer == LayerSource {
+		fe.SetBy = "source " + w.name
+	}
+	w.st.errs = append(w.st.errs, fe)
 }
 
-// set records that the file set the key at path (line taken from raw path).
+// set records that the layer set the key at path (line taken from raw path).
 func (w *fileWalker) set(path, raw string) {
-	w.st.origins[path] = Origin{Layer: LayerFile, Name: w.name, Line: w.idx.lines[raw], Path: path}
+	w.st.origins[path] = Origin{Layer: w.layer, Name: w.name, Line: w.idx.lines[raw], Path: path}
 }
 
 // clients checks the `clients` section: a map of client name to section.
@@ -123,10 +136,7 @@ func (w *fileWalker) section(path string, f *field, v any) map[string]any {
 				out[k] = h
 			}
 		default:
-			val, msg := fromYAML(c, m[k], func(suffix string) (string, bool) {
-				s, ok := w.idx.texts[p+suffix]
-				return s, ok
-			})
+			val, msg := w.value(c, p, m[k])
 			if msg != "" {
 				w.fail(p, msg, "")
 				continue
@@ -136,6 +146,18 @@ func (w *fileWalker) section(path string, f *field, v any) map[string]any {
 		}
 	}
 	return out
+}
+
+// value converts the leaf value v at path p. A Source may hand in text for
+// any kind (key-value stores hold strings): it is read like an env value.
+func (w *fileWalker) value(f *field, p string, v any) (any, string) {
+	if s, ok := v.(string); ok && w.layer == LayerSource && f.kind != kindString {
+		return fromText(f, s)
+	}
+	return fromYAML(f, v, func(suffix string) (string, bool) {
+		s, ok := w.idx.texts[p+suffix]
+		return s, ok
+	})
 }
 
 // headers checks a `headers` map. Names are put in canonical form

@@ -20,17 +20,21 @@ import (
 )
 
 // Loader reads a Config from its layers, lowest first: the built-in defaults
-// (Default(), as the `defaults` section), the YAML File, the environment
+// (Default(), as the `defaults` section), the YAML File, the Sources, the environment
 // variables that start with EnvPrefix, and the Flags the user set. See the
 // package documentation for the rules.
 //
 // The zero Loader has no layer but the built-in defaults: it loads a Config
 // with Default() as Defaults and no clients. A Loader is a plain value and
 // Load keeps no state between calls, so one Loader is safe for concurrent
-// use provided Flags is not being parsed or changed at the same time.
+// use provided Flags is not being parsed or changed at the same time and
+// every Source's Read is safe for concurrent use.
 type Loader struct {
 	// File is the YAML file; "" means no file layer.
 	File string
+	// Sources are layered above File and below the env, in order, each
+	// over the one before; nil means none. See Source.
+	Sources []Source
 	// EnvPrefix selects the env layer's variables, e.g. "SWITCHBOARD_"
 	// (matched case-insensitively); "" means no env layer.
 	EnvPrefix string
@@ -87,6 +91,16 @@ func (l Loader) Load() (Config, error) {
 			return Config{}, err
 		}
 		fileClients = clients
+		if err := st.merge(tree); err != nil {
+			return Config{}, err
+		}
+	}
+	for _, src := range l.Sources {
+		tree, clients, err := st.sourceLayer(src, ih)
+		if err != nil {
+			return Config{}, err
+		}
+		fileClients = mergeNames(fileClients, clients)
 		if err := st.merge(tree); err != nil {
 			return Config{}, err
 		}
@@ -202,6 +216,8 @@ func (st *loadState) annotate(fe *FieldError, path string) Origin {
 	switch o.Layer {
 	case LayerFile:
 		fe.Line = o.Line
+	case LayerSource:
+		fe.SetBy = "source " + o.Name
 	case LayerEnv:
 		fe.SetBy = "env " + o.Name
 	case LayerFlag:

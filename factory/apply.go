@@ -1,7 +1,6 @@
 package factory
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,10 +14,12 @@ import (
 
 // Apply validates cfg and, if it is valid, moves every client to it at once
 // as a new generation; a request in flight finishes on the pipeline it
-// started on. Clients whose effective config did not change keep their
-// pipeline; changed ones keep their base transport unless its transport or
-// tls block changed. On any error nothing changes, the error is logged,
-// reported to OnReload and kept in Status().LastError.
+// started on. Clients whose effective config and secret and TLS files'
+// contents did not change keep their pipeline; changed ones keep their base
+// transport unless its transport or tls block or the TLS files' contents
+// changed. On any error (an unreadable or invalid secret or TLS file
+// included) nothing changes, the error (redacted) is logged, reported to
+// OnReload and kept in Status().LastError, and returned.
 func (r *Registry) Apply(cfg config.Config) error {
 	changed, err := r.apply(cfg)
 	if err == nil {
@@ -26,13 +27,13 @@ func (r *Registry) Apply(cfg config.Config) error {
 		r.lastHash = cfg.InputHash
 		r.mu.Unlock()
 	}
-	r.report(changed, err)
-	return err
+	return r.report(changed, err)
 }
 
 // Reload re-reads every layer now and applies the result as Apply does. A
-// load whose inputs hash the same as the last applied ones changes nothing
-// and returns nil. A registry made by New has no layers: ErrNoSource.
+// load whose inputs hash the same as the last applied ones (config file,
+// env, flags, and the contents of every secret and TLS file the config
+// names) changes nothing and returns nil. A registry made by New has no layers: ErrNoSource.
 func (r *Registry) Reload() error {
 	if r.loader == nil {
 		return ErrNoSource
@@ -40,6 +41,8 @@ func (r *Registry) Reload() error {
 	cfg, err := r.load()
 	if err == nil {
 		r.mu.Lock()
+		// InputHash covers the contents of the secret and TLS files too, so
+		// a rotated token or certificate is never skipped as unchanged.
 		same := cfg.InputHash != "" && cfg.InputHash == r.lastHash
 		if same {
 			r.lastErr = nil // the inputs are back to the serving ones
@@ -65,8 +68,7 @@ func (r *Registry) Reload() error {
 			}
 		}
 	}
-	r.report(changed, err)
-	return err
+	return r.report(changed, err)
 }
 
 // load runs the loader, turning a panic into an error.
@@ -103,21 +105,40 @@ func (r *Registry) apply(cfg config.Config) (changed []string, err error) {
 	sort.Strings(added)
 	names = append(names, added...)
 
+	// Resolve every client's secret and TLS files first: one unreadable or
+	// invalid file rejects the whole reload, and every such problem is
+	// reported at once.
+	mats := make([]material, len(names))
+	fc := fileCache{}
+	var errs []error
+	seen := map[string]bool{}
+	for i, name := range names {
+		want, defined := cfg.Client(name)
+		m, err := resolve(sectionOf(name, defined), want, r.opts.Base == nil, fc)
+		if err != nil && !seen[err.Error()] { // clients following defaults share its errors
+			seen[err.Error()] = true
+			errs = append(errs, err)
+		}
+		mats[i] = m
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
 	g.pipes = make([]*pipeline, len(names))
 	for i, name := range names {
-		want, defined := cfg.Clients[name]
-		if !defined {
-			want = cfg.Defaults
-		}
+		want, defined := cfg.Client(name)
 		var prev *pipeline
 		if i < len(old.pipes) {
 			prev = old.pipes[i]
 		}
-		if prev != nil && prev.defined == defined && prev.hash == want.Hash() {
+		// Identity: the effective config and the content of the files it
+		// names. A rotated token or certificate rebuilds the client.
+		if prev != nil && prev.defined == defined && prev.hash == want.Hash() && prev.material == mats[i].digest {
 			g.pipes[i] = prev
 			continue
 		}
-		p, err := r.build(name, want, defined, g.num, prev)
+		p, err := r.build(name, want, mats[i], defined, g.num, prev)
 		if err != nil {
 			return nil, err
 		}
@@ -133,8 +154,20 @@ func (r *Registry) apply(cfg config.Config) (changed []string, err error) {
 	r.gen.Store(g)
 	r.publish(clients)
 	r.retire(old, g)
+	for _, p := range g.pipes {
+		r.warnInsecure(p)
+	}
 	sort.Strings(changed)
 	return changed, nil
+}
+
+// warnInsecure logs the WARN that DESIGN.md asks for on every load of a
+// client whose tls.insecure_skip_verify is on.
+func (r *Registry) warnInsecure(p *pipeline) {
+	if p.cfg.TLS.InsecureSkipVerify && r.opts.Base == nil {
+		r.log.Warn("tls.insecure_skip_verify is on: the server's certificate is not verified",
+			"client", p.name, "key", sectionOf(p.name, p.defined)+".tls.insecure_skip_verify")
+	}
 }
 
 // retire drains the base transports that old used and g no longer does.
@@ -146,14 +179,15 @@ func (r *Registry) retire(old, g *generation) {
 	for _, p := range old.pipes {
 		if p.base != nil && !keep[p.base] {
 			keep[p.base] = true // retire each once
-			p.base.retire()
+			r.drain.retire(p.base, p.name)
 		}
 	}
 }
 
 // report records the outcome of a reload attempt, logs it, emits its event
-// and calls OnReload.
-func (r *Registry) report(changed []string, err error) {
+// and calls OnReload. It returns err, redacted.
+func (r *Registry) report(changed []string, err error) error {
+	err = redactText(err)
 	r.mu.Lock()
 	if !errors.Is(err, ErrClosed) {
 		r.lastReload = time.Now()
@@ -172,7 +206,7 @@ func (r *Registry) report(changed []string, err error) {
 			"event", ev.Name, "file", r.opts.File, "generation", gen, "changed", changed)
 	}
 	if r.opts.Observer != nil {
-		r.opts.Observer.OnEvent(context.Background(), ev)
+		r.observe(ev)
 	}
 	if r.opts.OnReload != nil {
 		func() {
@@ -184,4 +218,29 @@ func (r *Registry) report(changed []string, err error) {
 			r.opts.OnReload(ReloadEvent{Generation: gen, Err: err, Changed: changed})
 		}()
 	}
+	return err
 }
+
+// redactText returns err with any URL in its message redacted
+// (middleware.RedactText), keeping err reachable through Unwrap. Config
+// errors never quote a secret value; this guards the rest (a loader's or a
+// hook's error that names a URL).
+func redactText(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if red := middleware.RedactText(msg); red != msg {
+		return &redactedTextError{msg: red, err: err}
+	}
+	return err
+}
+
+// redactedTextError is an error whose message was redacted.
+type redactedTextError struct {
+	msg string
+	err error
+}
+
+func (e *redactedTextError) Error() string { return e.msg }
+func (e *redactedTextError) Unwrap() error { return e.err }

@@ -15,12 +15,30 @@
 //
 // Each client's pipeline, outermost first (see package middleware):
 //
-//	Hooks.Outer → timeout → retry (+budget) → attempt timeout → Hooks.Attempt
-//	  → headers → base *http.Transport
+//	error redaction → Hooks.Outer → timeout → breaker → bulkhead
+//	  → retry (+budget) → attempt timeout → Hooks.Attempt → rate limit
+//	  → headers → host-pinned auth → per-attempt logging → base *http.Transport
+//
+// Secret and TLS files named by the config (auth.bearer_token_file,
+// auth.basic.password_file, tls.ca_file, tls.cert_file, tls.key_file) are
+// read on every load and reload; a client whose files' contents changed is
+// rebuilt like one whose config changed, and a changed CA bundle or key
+// pair gets a new base transport (new connections use it, requests in
+// flight finish on the old one). An unreadable or invalid file rejects the
+// reload, naming the key, and the last good material keeps serving.
+// Registry.Handler serves Status and each client's effective config, with
+// secrets redacted, as JSON for an ops endpoint.
 //
 // A reload rebuilds only what changed: a client whose effective config is
 // the same keeps its pipeline; a changed one keeps its base transport (and
 // its warm connections) unless the transport or tls block changed, and
 // keeps its retry budget, retuned in place. A replaced transport closes its
-// idle connections now and the rest as their last requests end.
+// idle connections now and the rest as their last requests end, or at the
+// latest after Options.DrainGrace (DefaultDrainGrace, 30s).
+//
+// Open watches the file (and every config.Watchable in Options.Sources):
+// a change is debounced, re-read with every layer, validated and applied as
+// one new generation; anything wrong, a panic included, is rejected,
+// logged at ERROR, reported to OnReload and kept in Status().LastError,
+// while the last good generation keeps serving and watching goes on.
 package factory

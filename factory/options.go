@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -31,7 +32,20 @@ type Options struct {
 	OnReload func(ReloadEvent)
 
 	// Debounce is the watcher's quiet time before a reload; 0 means 100ms.
+	// Notifications of Sources are debounced the same way.
 	Debounce time.Duration
+	// Sources are layers between File and the env layer (see
+	// config.Source), read by Open and by every reload. Unless NoWatch,
+	// Open starts watching each one that implements config.Watchable: its
+	// notifications trigger reloads like the file's changes, and Close
+	// stops them. New ignores Sources.
+	Sources []config.Source
+	// DrainGrace bounds how long a transport replaced by a reload waits for
+	// the requests still running on it: its idle connections close when
+	// the last one ends, or when DrainGrace has passed (logged at WARN;
+	// those requests still finish, and their connections close when they
+	// become idle). Zero means DefaultDrainGrace (30s).
+	DrainGrace time.Duration
 	// Environ replaces os.Environ as the env layer's source; nil = os.Environ.
 	Environ func() []string
 	// Observer receives every event of every client, for metrics; nil = none.

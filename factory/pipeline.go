@@ -16,9 +16,14 @@ type pipeline struct {
 	cfg     config.ClientConfig
 	hash    string
 	defined bool // the config has a section for this client
-	gen     uint64
-	rt      http.RoundTripper
-	base    *base // nil when Options.Base is used
+	// material is the digest of the resolved secret and TLS files (see
+	// material): with hash, the pipeline's identity. tlsDigest is the part
+	// of it that the base transport depends on.
+	material  string
+	tlsDigest string
+	gen       uint64
+	rt        http.RoundTripper
+	base      *base // nil when Options.Base is used
 
 	// The stateful components, nil when switched off. A reload hands them
 	// on to the next pipeline of the client, retuned in place.
@@ -28,28 +33,29 @@ type pipeline struct {
 	limiter  *middleware.RateLimit
 }
 
-// build makes the pipeline of client name from c, reusing from old (the
-// pipeline it replaces, or nil) whatever c did not change: the base transport
-// and its warm connections when the transport and tls blocks are equal, and
-// the stateful components, retuned in place.
-func (r *Registry) build(name string, c config.ClientConfig, defined bool, gen uint64, old *pipeline) (p *pipeline, err error) {
+// build makes the pipeline of client name from c and its resolved material
+// m, reusing from old (the pipeline it replaces, or nil) whatever did not
+// change: the base transport and its warm connections when the transport
+// and tls blocks and the TLS files' contents are equal, and the stateful
+// components, retuned in place.
+func (r *Registry) build(name string, c config.ClientConfig, m material, defined bool, gen uint64, old *pipeline) (p *pipeline, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p, err = nil, fmt.Errorf("client %q: building pipeline panicked: %v", name, v)
 		}
 	}()
-	p = &pipeline{name: name, cfg: c, hash: c.Hash(), defined: defined, gen: gen}
+	p = &pipeline{name: name, cfg: c, hash: c.Hash(), defined: defined, gen: gen, material: m.digest, tlsDigest: m.tlsDigest}
 
 	var bottom http.RoundTripper
 	if r.opts.Base != nil {
 		bottom = r.opts.Base
 	} else {
-		if old != nil && old.base != nil && old.cfg.Transport == c.Transport && old.cfg.TLS == c.TLS {
+		if old != nil && old.base != nil && old.cfg.Transport == c.Transport && old.cfg.TLS == c.TLS && old.tlsDigest == m.tlsDigest {
 			p.base = old.base
 		} else {
-			t, err := newTransport(c.Transport, c.TLS)
+			t, err := newTransport(sectionOf(name, defined), c.Transport, m.tls)
 			if err != nil {
-				return nil, fmt.Errorf("client %q: %w", name, err)
+				return nil, err
 			}
 			p.base = &base{rt: t}
 		}
@@ -70,8 +76,11 @@ func (r *Registry) build(name string, c config.ClientConfig, defined bool, gen u
 	}
 	r.carry(p, old, ev, h)
 
-	// The layers, outermost first, as DESIGN.md's pipeline draws them.
+	// The layers, outermost first, as DESIGN.md's pipeline draws them. Every
+	// error that leaves the pipeline, code's own layers' included, is
+	// redacted first.
 	layers := make([]middleware.Middleware, 0, 16)
+	layers = append(layers, middleware.RedactErrors())
 	layers = append(layers, all.Outer...)
 	layers = append(layers, own.Outer...)
 	layers = append(layers, middleware.Timeout(c.Timeout, ev))
@@ -90,7 +99,11 @@ func (r *Registry) build(name string, c config.ClientConfig, defined bool, gen u
 	if p.limiter != nil {
 		layers = append(layers, p.limiter.Middleware())
 	}
-	layers = append(layers, middleware.Headers(c.Headers))
+	layers = append(layers,
+		middleware.Headers(c.Headers),
+		middleware.Auth(c.Auth.Host, m.cred, ev),
+		middleware.Logging(c.Logging.Level, ev),
+	)
 	p.rt = middleware.Chain(layers...)(bottom)
 	return p, nil
 }

@@ -46,8 +46,12 @@ type Registry struct {
 	lastHash   string
 	watcher    *reload.Watcher
 	due        chan struct{} // a reload is due (watcher → reloader)
-	stop       chan struct{}
+	srcDue     chan struct{} // a Source changed (→ reloader, which debounces)
+	srcStops   []func()      // stop the Sources' watches
+	stop       chan struct{} // nil when nothing watches
 	stopped    chan struct{}
+
+	drain drainer // retired base transports; has its own lock
 }
 
 // generation is one consistent set of pipelines, indexed like Registry.names.
@@ -57,15 +61,16 @@ type generation struct {
 	pipes []*pipeline
 }
 
-// Open loads every layer named by o (built-in defaults, o.File, env with
-// o.EnvPrefix, o.Flags), validates the result, builds every client and,
-// unless o.NoWatch, starts watching the file. A bad config is an error and
-// nothing runs. Close the registry when done.
+// Open loads every layer named by o (built-in defaults, o.File, o.Sources,
+// env with o.EnvPrefix, o.Flags), validates the result, builds every client
+// and, unless o.NoWatch, starts watching the file and every o.Sources that
+// is a config.Watchable. A bad config, or a watch that cannot start, is an
+// error and nothing runs. Close the registry when done.
 func Open(ctx context.Context, o Options) (*Registry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	l := &config.Loader{File: o.File, EnvPrefix: o.EnvPrefix, Flags: o.Flags, Environ: o.Environ}
+	l := &config.Loader{File: o.File, Sources: o.Sources, EnvPrefix: o.EnvPrefix, Flags: o.Flags, Environ: o.Environ}
 	cfg, err := l.Load()
 	if err != nil {
 		return nil, err
@@ -76,7 +81,7 @@ func Open(ctx context.Context, o Options) (*Registry, error) {
 	}
 	r.loader = l
 	r.lastHash = cfg.InputHash
-	if o.File != "" && !o.NoWatch {
+	if !o.NoWatch && (o.File != "" || hasWatchable(o.Sources)) {
 		if err := r.startWatching(cfg.Files); err != nil {
 			r.Close()
 			return nil, err
@@ -100,6 +105,7 @@ func newRegistry(cfg config.Config, o Options) (*Registry, error) {
 	if r.log == nil {
 		r.log = slog.Default()
 	}
+	r.drain.grace, r.drain.log = o.DrainGrace, r.log
 	empty := map[string]*http.Client{}
 	r.clients.Store(&empty)
 	r.gen.Store(&generation{})
@@ -158,7 +164,22 @@ func (r *Registry) add(name string) *http.Client {
 			r.log.Warn("client not defined in config; it follows defaults", "client", name)
 		}
 	}
-	p, err := r.build(name, cc, defined, g.num, nil)
+	var p *pipeline
+	err := func() (err error) {
+		defer func() { // a panic here must not escape Get
+			if v := recover(); v != nil {
+				err = fmt.Errorf("client %q: building pipeline panicked: %v", name, v)
+			}
+		}()
+		m, err := resolve(sectionOf(name, defined), cc, r.opts.Base == nil, fileCache{})
+		if err == nil {
+			p, err = r.build(name, cc, m, defined, g.num, nil)
+		}
+		if err == nil {
+			r.warnInsecure(p)
+		}
+		return err
+	}()
 	if err != nil {
 		r.log.Error("building client failed; its requests fail until a reload fixes it", "client", name, "error", err)
 		p = &pipeline{name: name, cfg: cc, defined: defined, gen: g.num, rt: errTransport{err}}
@@ -217,9 +238,11 @@ func (t *clientTransport) checkRedirect(req *http.Request, via []*http.Request) 
 	return nil
 }
 
-// Close stops the watcher and every goroutine the registry started and
-// closes idle connections. Clients handed out keep working afterwards, on
-// their last pipeline, but nothing reloads. Close is idempotent.
+// Close stops the watcher, the Sources' watches and every goroutine and
+// timer the registry started, and closes idle connections, those of
+// transports still draining too. Clients handed out keep working
+// afterwards, on their last pipeline, but nothing reloads. Close is
+// idempotent.
 func (r *Registry) Close() error {
 	r.mu.Lock()
 	if r.closed {
@@ -227,15 +250,21 @@ func (r *Registry) Close() error {
 		return nil
 	}
 	r.closed = true
-	w, stop, stopped := r.watcher, r.stop, r.stopped
+	w, stop, stopped, srcStops := r.watcher, r.stop, r.stopped, r.srcStops
 	r.mu.Unlock()
 
 	var err error
+	for _, s := range srcStops {
+		s()
+	}
 	if w != nil {
 		err = w.Close()
+	}
+	if stop != nil {
 		close(stop)
 		<-stopped
 	}
+	r.drain.close()
 	for _, p := range r.gen.Load().pipes {
 		if p.base != nil {
 			p.base.closeIdle()

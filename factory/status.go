@@ -1,6 +1,7 @@
 package factory
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -30,7 +31,9 @@ type ClientStatus struct {
 	ConfigHash string `json:"config_hash"`
 	// Generation is the generation that built the client's current pipeline.
 	Generation uint64 `json:"generation"`
-	// BudgetBalance is how many retries the retry budget would allow now.
+	// BudgetBalance is how many retries the retry budget would allow now;
+	// +Inf when the budget is off (retry.budget.ttl 0). JSON has no
+	// infinity: MarshalJSON writes null for it.
 	BudgetBalance float64 `json:"budget_balance"`
 	// Breaker maps each breaker to its state ("closed", "open",
 	// "half_open"): the key is "" for scope client, the URL host for scope
@@ -41,12 +44,19 @@ type ClientStatus struct {
 	BulkheadInUse int `json:"bulkhead_in_use"`
 	BulkheadLimit int `json:"bulkhead_limit"`
 	// LimiterTokens is how many rate-limit tokens are available now; nil
-	// when the rate limit is off.
+	// when the rate limit is off (never +Inf, which JSON cannot encode).
 	LimiterTokens *float64 `json:"limiter_tokens,omitempty"`
 }
 
 // Status returns a snapshot of the registry. It is safe for concurrent use.
 func (r *Registry) Status() Status {
+	s, _ := r.snapshot()
+	return s
+}
+
+// snapshot returns the status and, for each of its clients in the same
+// order, the serving pipeline: one consistent generation.
+func (r *Registry) snapshot() (Status, []*pipeline) {
 	r.mu.Lock()
 	s := Status{LastReload: r.lastReload, LastError: r.lastErr}
 	names := r.names
@@ -54,7 +64,8 @@ func (r *Registry) Status() Status {
 	g := r.gen.Load()
 	s.Generation = g.num
 	s.Clients = make([]ClientStatus, 0, len(g.pipes))
-	for i, p := range g.pipes {
+	pipes := slices.Clone(g.pipes)
+	for i, p := range pipes {
 		cs := ClientStatus{Name: names[i], Defined: p.defined, ConfigHash: p.hash, Generation: p.gen}
 		if p.budget != nil {
 			cs.BudgetBalance = p.budget.Balance()
@@ -70,11 +81,23 @@ func (r *Registry) Status() Status {
 			cs.BulkheadInUse, cs.BulkheadLimit = p.bulkhead.InUse(), p.bulkhead.Limit()
 		}
 		if p.limiter != nil {
-			tokens := p.limiter.Tokens()
-			cs.LimiterTokens = &tokens
+			if tokens := p.limiter.Tokens(); !math.IsInf(tokens, 0) && !math.IsNaN(tokens) {
+				cs.LimiterTokens = &tokens
+			}
 		}
 		s.Clients = append(s.Clients, cs)
 	}
-	slices.SortFunc(s.Clients, func(a, b ClientStatus) int { return strings.Compare(a.Name, b.Name) })
-	return s
+	// Sort both by name together (names are unique).
+	idx := make([]int, len(s.Clients))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(s.Clients[a].Name, s.Clients[b].Name) })
+	clients := make([]ClientStatus, len(idx))
+	sorted := make([]*pipeline, len(idx))
+	for i, j := range idx {
+		clients[i], sorted[i] = s.Clients[j], pipes[j]
+	}
+	s.Clients = clients
+	return s, sorted
 }

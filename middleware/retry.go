@@ -210,7 +210,11 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		prev  = p.s.InitialBackoff
 	)
 	for n := 1; ; n++ {
-		areq := req.Clone(ctx)
+		actx := ctx
+		if n > 1 { // the first attempt needs no mark: AttemptFrom reads 1 without one
+			actx = context.WithValue(ctx, attemptKey{}, n)
+		}
+		areq := req.Clone(actx)
 		areq.Body, areq.ContentLength = body, length
 		if rb.kind == replayBuffered {
 			areq.GetBody = rb.buf.getBody
@@ -282,6 +286,25 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, fmt.Errorf("switchboard: retry wait interrupted: %w", ctx.Err())
 		}
 	}
+}
+
+// attemptKey is the context key under which Retry marks the attempt number
+// of a retry's request. An empty struct type: no collision, no allocation.
+type attemptKey struct{}
+
+// AttemptFrom returns the 1-based number of the attempt whose request
+// context is ctx: 2 for the first retry of a call. Retry marks the
+// requests of retries; a request without a mark (the first attempt, or a
+// pipeline without Retry) is attempt 1. Layers inside Retry (logging, code's
+// attempt middleware) read it. It is safe for concurrent use and does not
+// allocate.
+func AttemptFrom(ctx context.Context) int {
+	if ctx != nil {
+		if n, ok := ctx.Value(attemptKey{}).(int); ok {
+			return n
+		}
+	}
+	return 1
 }
 
 // emit sends a retry event about the outcome (resp or err) of attempt n.

@@ -40,23 +40,23 @@ type BreakerSettings struct {
 	// Enabled switches the breaker on.
 	Enabled bool `koanf:"enabled" json:"enabled"`
 	// Mode is consecutive or rate; "" means consecutive.
-	Mode BreakerMode `koanf:"mode" json:"mode"`
+	Mode BreakerMode `koanf:"mode" json:"mode" enum:"consecutive,rate"`
 	// FailureThreshold is how many failures in a row open the breaker (consecutive mode).
-	FailureThreshold int `koanf:"failure_threshold" json:"failure_threshold"`
+	FailureThreshold int `koanf:"failure_threshold" json:"failure_threshold" minimum:"1"`
 	// FailureRateThreshold is the failure share in (0, 1] that opens it (rate mode).
-	FailureRateThreshold float64 `koanf:"failure_rate_threshold" json:"failure_rate_threshold"`
+	FailureRateThreshold float64 `koanf:"failure_rate_threshold" json:"failure_rate_threshold" exclusiveMinimum:"0" maximum:"1"`
 	// Window is the rolling window over which the rate is measured (rate mode).
-	Window time.Duration `koanf:"window" json:"window"`
+	Window time.Duration `koanf:"window" json:"window" exclusiveMinimum:"0"`
 	// MinimumCalls is how many outcomes the window needs before the rate counts (rate mode).
-	MinimumCalls int `koanf:"minimum_calls" json:"minimum_calls"`
+	MinimumCalls int `koanf:"minimum_calls" json:"minimum_calls" minimum:"1"`
 	// Cooldown is how long an open breaker rejects calls before it admits probes.
 	Cooldown time.Duration `koanf:"cooldown" json:"cooldown"`
 	// HalfOpenMaxRequests is how many probes a half-open breaker admits at once.
-	HalfOpenMaxRequests int `koanf:"half_open_max_requests" json:"half_open_max_requests"`
+	HalfOpenMaxRequests int `koanf:"half_open_max_requests" json:"half_open_max_requests" minimum:"1"`
 	// SuccessThreshold is how many probe successes close the breaker.
-	SuccessThreshold int `koanf:"success_threshold" json:"success_threshold"`
+	SuccessThreshold int `koanf:"success_threshold" json:"success_threshold" minimum:"1"`
 	// Scope is client or host; "" means client.
-	Scope BreakerScope `koanf:"scope" json:"scope"`
+	Scope BreakerScope `koanf:"scope" json:"scope" enum:"client,host"`
 }
 
 // DefaultBreakerSettings returns the built-in breaker settings (disabled).
@@ -77,7 +77,7 @@ func DefaultBreakerSettings() BreakerSettings {
 // BulkheadSettings is the `bulkhead` block. The zero value is unlimited.
 type BulkheadSettings struct {
 	// MaxConcurrent is how many logical calls may be in flight. Zero means unlimited.
-	MaxConcurrent int `koanf:"max_concurrent" json:"max_concurrent"`
+	MaxConcurrent int `koanf:"max_concurrent" json:"max_concurrent" minimum:"0"`
 	// MaxWait is how long a call waits for a slot before ErrBulkheadFull.
 	// Zero means it does not wait.
 	MaxWait time.Duration `koanf:"max_wait" json:"max_wait"`
@@ -86,9 +86,9 @@ type BulkheadSettings struct {
 // RateLimitSettings is the `rate_limit` block. The zero value is unlimited.
 type RateLimitSettings struct {
 	// RequestsPerSecond is the sustained rate of attempts. Zero means unlimited.
-	RequestsPerSecond float64 `koanf:"requests_per_second" json:"requests_per_second"`
+	RequestsPerSecond float64 `koanf:"requests_per_second" json:"requests_per_second" minimum:"0"`
 	// Burst is how many attempts may go at once after a quiet spell.
-	Burst int `koanf:"burst" json:"burst"`
+	Burst int `koanf:"burst" json:"burst" minimum:"0"`
 }
 
 // DefaultRateLimitSettings returns the built-in rate limit settings (unlimited, burst 1).

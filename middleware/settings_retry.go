@@ -39,7 +39,7 @@ func IdempotentMethods() []string { return []string{"GET", "HEAD", "OPTIONS", "P
 type RetrySettings struct {
 	// MaxRetries is how many times a logical call is retried after its first
 	// attempt. Zero turns retry off.
-	MaxRetries int `koanf:"max_retries" json:"max_retries"`
+	MaxRetries int `koanf:"max_retries" json:"max_retries" minimum:"0"`
 	// InitialBackoff is the cap of the first retry's delay; each further retry
 	// doubles it, up to MaxBackoff.
 	InitialBackoff time.Duration `koanf:"initial_backoff" json:"initial_backoff"`
@@ -48,11 +48,11 @@ type RetrySettings struct {
 	// code; the configuration's default is DefaultMaxBackoff).
 	MaxBackoff time.Duration `koanf:"max_backoff" json:"max_backoff"`
 	// Jitter picks how the delay is randomised; "" means JitterFull.
-	Jitter Jitter `koanf:"jitter" json:"jitter"`
+	Jitter Jitter `koanf:"jitter" json:"jitter" enum:"full,equal,decorrelated,none"`
 	// RetryableStatus lists the response status codes that are retried. Nil
 	// means DefaultRetryableStatus(); an empty non-nil list retries no status
 	// (transport errors only).
-	RetryableStatus []int `koanf:"retryable_status" json:"retryable_status"`
+	RetryableStatus []int `koanf:"retryable_status" json:"retryable_status" minimum:"100" maximum:"599"`
 	// RetryableMethods replaces the idempotent method set when not empty.
 	// Entries are upper-cased; request methods are matched case-sensitively.
 	RetryableMethods []string `koanf:"retryable_methods" json:"retryable_methods"`
@@ -63,7 +63,7 @@ type RetrySettings struct {
 	// MaxBufferedBody is how many bytes of a request body without GetBody are
 	// buffered so that it can be replayed. A longer body is sent once, unretried.
 	// Zero means bodies without GetBody are never retried.
-	MaxBufferedBody int64 `koanf:"max_buffered_body" json:"max_buffered_body"`
+	MaxBufferedBody int64 `koanf:"max_buffered_body" json:"max_buffered_body" minimum:"0"`
 	// Budget caps retries across all calls of the client.
 	Budget BudgetSettings `koanf:"budget" json:"budget"`
 }
@@ -75,9 +75,9 @@ type RetrySettings struct {
 // off (every retry allowed).
 type BudgetSettings struct {
 	// Ratio is the share of first attempts that retries may add (0.2 = 20%).
-	Ratio float64 `koanf:"ratio" json:"ratio"`
+	Ratio float64 `koanf:"ratio" json:"ratio" minimum:"0"`
 	// MinPerSecond retries a second are allowed whatever the ratio.
-	MinPerSecond float64 `koanf:"min_per_second" json:"min_per_second"`
+	MinPerSecond float64 `koanf:"min_per_second" json:"min_per_second" minimum:"0"`
 	// TTL is how long a deposit (a first attempt) counts towards the budget.
 	TTL time.Duration `koanf:"ttl" json:"ttl"`
 }

@@ -43,7 +43,7 @@ const (
 // LoggingSettings is the `logging` block.
 type LoggingSettings struct {
 	// Level is debug, info or off.
-	Level LogLevel `koanf:"level" json:"level"`
+	Level LogLevel `koanf:"level" json:"level" enum:"debug,info,off"`
 }
 
 // DefaultLoggingSettings returns the built-in logging settings (debug).

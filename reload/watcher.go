@@ -45,7 +45,8 @@ type Watcher struct {
 // Watch starts watching files and calls fn, on the Watcher's goroutine and never
 // concurrently with itself, each time a reload is due: a watched file's content
 // changed, it appeared or disappeared, or the target of its symlink changed, and
-// o.Debounce has passed without a further event.
+// o.Debounce has passed without a further event. A panic in fn is recovered and
+// logged at ERROR (event "watch.error"), and watching goes on.
 //
 // It watches the parent directory of each file, never the file itself, and takes the
 // files' current state as the baseline, without calling fn: read the files after Watch
@@ -199,11 +200,22 @@ func (w *Watcher) check() {
 	}
 
 	if changed {
-		w.fn()
+		w.call()
 	}
 	if w.checked != nil {
 		w.checked(changed)
 	}
+}
+
+// call runs the callback, recovering its panic: a panicking callback is
+// logged at ERROR (event "watch.error") and watching goes on.
+func (w *Watcher) call() {
+	defer func() {
+		if v := recover(); v != nil {
+			w.log.Error("reload: callback panicked", "event", "watch.error", "panic", fmt.Sprint(v))
+		}
+	}()
+	w.fn()
 }
 
 // loop reads the notifier, keeps directories watched and restarts the notifier when it

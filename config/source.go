@@ -1,0 +1,239 @@
+package config
+
+import (
+	"fmt"
+	"hash"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/knadh/koanf/v2"
+)
+
+// Source is a layer of configuration kept somewhere other than the file,
+// the environment or the flags: a key-value store (Consul, etcd), a secret
+// store (Vault), an object store (S3), a service of the application's own.
+// Loader.Sources are layered above the file and below the env, in order,
+// on the whole tree like every layer, so a fleet can keep its shared
+// settings in one store and still override them per process.
+//
+// Read returns the source's current tree, shaped like the YAML file, with
+// nested maps (not flat "a.b" keys):
+//
+//	{"defaults": {"timeout": "10s"},
+//	 "clients":  {"billing": {"retry": {"max_retries": 5}}}}
+//
+// Leaves take the values YAML decodes to (string, int, float64, bool, a
+// []any list) and, for any key, text as env values have it ("5", "2s",
+// "502,503"), since key-value stores hold strings. The tree is checked like
+// the file: unknown keys, wrong types and bad values are *FieldErrors with
+// the full key path and SetBy "source <Name>", and Provenance records
+// Origin{Layer: LayerSource, Name: Name()}. A Read error fails the load,
+// which on a reload keeps the last good config serving.
+//
+// Name identifies the source in errors and provenance; it should be short
+// and stable ("consul", "etcd:/switchboard"). Read is called on every Load,
+// possibly from several goroutines at once: it must be safe for concurrent
+// use, and its result is not changed by the Loader. KoanfSource adapts any
+// koanf.Provider. A source that can tell when it changed implements
+// Watchable too.
+type Source interface {
+	Name() string
+	Read() (map[string]any, error)
+}
+
+// Watchable is implemented by a Source that can tell when its content
+// changed. Watch starts watching and calls notify, from any goroutine and
+// as often as the source likes (a registry debounces and skips unchanged
+// content), each time a reload is due; it returns a stop func that ends
+// the watch, after which notify is not called again, or an error when
+// watching cannot start. factory.Open calls Watch on each of its Sources
+// that implements it, unless Options.NoWatch, and stop on Close. stop must
+// be safe to call once from any goroutine.
+type Watchable interface {
+	Watch(notify func()) (stop func(), err error)
+}
+
+// KoanfSource returns a Source named name that reads provider p through a
+// fresh koanf instance on every Read: with parser pa when it is not nil
+// (p.ReadBytes, then pa.Unmarshal: pass koanf's yaml parser for a provider
+// of YAML bytes, such as a Consul key or an S3 object holding a
+// clients.yaml), or p.Read otherwise (a tree of keys, such as Consul or
+// etcd keys under a prefix). Flat keys delimited by "." are nested, so
+// "clients.billing.retry.max_retries" works too.
+//
+// When p can watch, as koanf's file, consul and etcd providers can (a
+// method Watch(func(event any, err error)) error), the Source is Watchable:
+// every event and every watch error makes a reload due (the reload reports
+// the error, if reading fails). Its stop calls p's Unwatch() when p has
+// one; otherwise it only stops the notifications, and the provider's own
+// goroutine runs on. The Source is safe for concurrent use when p (and pa)
+// are.
+func KoanfSource(name string, p koanf.Provider, pa koanf.Parser) Source {
+	s := &koanfSource{name: name, p: p, pa: pa}
+	if w, ok := p.(koanfWatcher); ok {
+		return &watchableKoanfSource{koanfSource: s, w: w}
+	}
+	return s
+}
+
+// koanfWatcher is the watch method of koanf's watching providers.
+type koanfWatcher interface {
+	Watch(cb func(event any, err error)) error
+}
+
+type koanfSource struct {
+	name string
+	p    koanf.Provider
+	pa   koanf.Parser
+}
+
+func (s *koanfSource) Name() string { return s.name }
+
+func (s *koanfSource) Read() (map[string]any, error) {
+	k := koanf.New(".")
+	if err := k.Load(s.p, s.pa); err != nil {
+		return nil, err
+	}
+	return k.Raw(), nil
+}
+
+type watchableKoanfSource struct {
+	*koanfSource
+	w koanfWatcher
+}
+
+func (s *watchableKoanfSource) Watch(notify func()) (func(), error) {
+	var mu sync.Mutex
+	on := true
+	err := s.w.Watch(func(any, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if on {
+			notify()
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watch config source %s: %w", s.name, err)
+	}
+	stop := func() {
+		mu.Lock()
+		on = false
+		mu.Unlock()
+		if u, ok := s.w.(interface{ Unwatch() error }); ok {
+			_ = u.Unwatch() // nothing useful to do with it at shutdown
+		}
+	}
+	return stop, nil
+}
+
+// sourceLayer reads src and checks its tree like the file's. It returns the
+// canonical tree and the client names it defines; the error is a
+// source-level one (Read failed or panicked), naming the source.
+func (st *loadState) sourceLayer(src Source, ih hash.Hash) (tree map[string]any, clients []string, err error) {
+	name := src.Name()
+	raw, err := src.Read()
+	if err != nil {
+		return nil, nil, fmt.Errorf("config source %s: %w", name, err)
+	}
+	writeHashField(ih, "source", name)
+	hashTree(ih, "", raw)
+	w := &fileWalker{st: st, layer: LayerSource, name: name}
+	tree, clients = w.top(normalize(raw).(map[string]any))
+	return tree, clients, nil
+}
+
+// normalize returns v with Go types a Source may use turned into the ones
+// YAML decodes to: every map into map[string]any, every slice into []any,
+// sized integers into int, durations into their text. v is not changed.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = normalize(e)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = normalize(e)
+		}
+		return out
+	case map[string]string:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = e
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalize(e)
+		}
+		return out
+	case []string:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = e
+		}
+		return out
+	case []int:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = e
+		}
+		return out
+	case time.Duration:
+		return x.String()
+	case int8:
+		return int(x)
+	case int16:
+		return int(x)
+	case int32:
+		return int(x)
+	case uint8:
+		return int(x)
+	case uint16:
+		return int(x)
+	case uint32:
+		return int64(x)
+	case uint:
+		return uint64(x)
+	case float32:
+		return float64(x)
+	}
+	return v
+}
+
+// hashTree writes a Source's tree to h in a stable order, so that equal
+// trees hash alike whatever their maps' order.
+func hashTree(h hash.Hash, path string, v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			hashTree(h, path+"."+k, x[k])
+		}
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[fmt.Sprint(k)] = e
+		}
+		hashTree(h, path, m)
+	case []any:
+		for i, e := range x {
+			hashTree(h, path+"["+strconv.Itoa(i)+"]", e)
+		}
+	default:
+		writeHashField(h, path, fmt.Sprintf("%T", v), fmt.Sprint(v))
+	}
+}
+
+// mergeNames returns the sorted union of two sorted name lists.
+func mergeNames(a, b []string) []string {
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -1,0 +1,166 @@
+package factory_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/switchboard-http/switchboard/config"
+	"github.com/switchboard-http/switchboard/factory"
+	"github.com/switchboard-http/switchboard/middleware"
+)
+
+// panicky is a Hooks.Outer middleware whose constructor panics while on.
+type panicky struct{ on atomic.Bool }
+
+func (p *panicky) mw(next http.RoundTripper) http.RoundTripper {
+	if p.on.Load() {
+		panic("hook constructor exploded")
+	}
+	return next
+}
+
+// checkRejected checks that a reload was rejected with a panic's error,
+// reported everywhere, and that generation gen still serves edit.
+func checkRejected(t *testing.T, w *watched, logs *lockedLog, e factory.ReloadEvent, gen uint64, panicText, edit string) {
+	t.Helper()
+	if e.Err == nil || !strings.Contains(e.Err.Error(), "panicked") || !strings.Contains(e.Err.Error(), panicText) {
+		t.Fatalf("OnReload: got error %v, want one saying it panicked with %q", e.Err, panicText)
+	}
+	st := w.r.Status()
+	if st.Generation != gen || e.Generation != gen || st.LastError == nil || st.LastError.Error() != e.Err.Error() {
+		t.Fatalf("Status: got generation %d (event %d), error %v; want %d and the event's error", st.Generation, e.Generation, st.LastError, gen)
+	}
+	if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), panicText) {
+		t.Fatalf("no ERROR record of the panic; logs:\n%s", logs.String())
+	}
+	if got := w.edit(t); got != edit {
+		t.Fatalf("X-Edit after the panic: got %q, want %q (the old generation)", got, edit)
+	}
+}
+
+func TestReloadWhoseBuildPanicsKeepsOldGeneration(t *testing.T) {
+	var hook panicky
+	var logs lockedLog
+	path := filepath.Join(t.TempDir(), "clients.yaml")
+	writeFile(t, path, editYAML("1"))
+	w := openWatched(t, path, factory.Options{
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Hooks:  factory.Hooks{Outer: []middleware.Middleware{hook.mw}},
+	})
+	hook.on.Store(true)
+	writeFile(t, path, editYAML("2"))
+	checkRejected(t, w, &logs, w.events.next(t), 1, "hook constructor exploded", "1")
+
+	hook.on.Store(false) // watching went on: the next edit applies
+	writeFile(t, path, editYAML("3"))
+	w.waitApplied(t, "3")
+}
+
+func TestReloadWhoseLoaderPanicsKeepsOldGeneration(t *testing.T) {
+	var logs lockedLog
+	src := &memSource{name: "mem", tree: sourceEdit("s1")}
+	path := filepath.Join(t.TempDir(), "clients.yaml")
+	writeFile(t, path, editYAML("1"))
+	w := openWatched(t, path, factory.Options{
+		Logger:  slog.New(slog.NewTextHandler(&logs, nil)),
+		Sources: []config.Source{src},
+	})
+	src.set(sourceEdit("s2"), nil, "source read exploded")
+	checkRejected(t, w, &logs, w.events.next(t), 1, "source read exploded", "s1")
+
+	src.set(sourceEdit("s3"), nil, "")
+	w.waitApplied(t, "s3")
+}
+
+func TestReloadOnReloadPanicKeepsWatching(t *testing.T) {
+	var logs lockedLog
+	events := newReloads()
+	var calls atomic.Int64
+	path := filepath.Join(t.TempDir(), "clients.yaml")
+	writeFile(t, path, editYAML("1"))
+	r, err := factory.Open(context.Background(), factory.Options{
+		File: path, Debounce: testDebounce, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		OnReload: func(e factory.ReloadEvent) {
+			events <- e
+			if calls.Add(1) == 1 {
+				panic("callback exploded")
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	w := &watched{r: r, events: events, srv: editServer(t)}
+
+	writeFile(t, path, editYAML("2"))
+	w.waitApplied(t, "2")
+	// The callback is an observer: its panic does not undo the reload,
+	// which is applied; it is logged at ERROR, and watching goes on.
+	if !strings.Contains(logs.String(), "OnReload panicked") || !strings.Contains(logs.String(), "callback exploded") {
+		t.Fatalf("no ERROR record of the callback's panic; logs:\n%s", logs.String())
+	}
+	writeFile(t, path, editYAML("3"))
+	w.waitApplied(t, "3")
+}
+
+// panickingObserver panics on every reload event.
+type panickingObserver struct{}
+
+func (panickingObserver) OnEvent(_ context.Context, e middleware.Event) {
+	if e.Name == middleware.EventConfigReloaded || e.Name == middleware.EventConfigRejected {
+		panic("observer exploded")
+	}
+}
+
+func TestReloadObserverPanicIsRecovered(t *testing.T) {
+	var logs lockedLog
+	path := filepath.Join(t.TempDir(), "clients.yaml")
+	writeFile(t, path, editYAML("1"))
+	w := openWatched(t, path, factory.Options{
+		Logger:   slog.New(slog.NewTextHandler(&logs, nil)),
+		Observer: panickingObserver{},
+	})
+	for _, edit := range []string{"2", "3"} {
+		writeFile(t, path, editYAML(edit))
+		w.waitApplied(t, edit)
+	}
+	if !strings.Contains(logs.String(), "Observer panicked") {
+		t.Fatalf("no ERROR record of the observer's panic; logs:\n%s", logs.String())
+	}
+}
+
+func TestGetOfNewNameWhoseBuildPanicsFailsItsRequestsUntilReload(t *testing.T) {
+	var hook panicky
+	var logs lockedLog
+	srv := editServer(t)
+	cfg := defaultsWithRetries(0)
+	r, err := factory.New(cfg, factory.Options{
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Hooks:  factory.Hooks{Outer: []middleware.Middleware{hook.mw}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	hook.on.Store(true)
+	c := r.Get("newcomer") // does not panic
+	if _, err := c.Get(srv.URL); err == nil || !strings.Contains(err.Error(), "panicked") {
+		t.Fatalf("request of a client whose build panicked: got %v, want an error saying so", err)
+	}
+	if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "client=newcomer") {
+		t.Fatalf("no ERROR record naming the client; logs:\n%s", logs.String())
+	}
+	hook.on.Store(false)
+	if err := r.Apply(cfg); err != nil { // same config: the broken client is rebuilt anyway
+		t.Fatal(err)
+	}
+	if got := editOf(t, c, srv.URL); got != "" {
+		t.Fatalf("after the reload: got X-Edit %q, want none (defaults)", got)
+	}
+}

@@ -1,0 +1,95 @@
+package middleware_test
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/switchboard-http/switchboard/middleware"
+)
+
+// The per-layer benchmarks of the layers that have none elsewhere (retry,
+// timeout, budget, bulkhead, rate limit and breaker have theirs beside their
+// tests), and the whole chain. All run over prebuilt(), whose responses
+// have a body that is not http.NoBody, as real ones have; compare each with
+// BenchmarkBare.
+
+// BenchmarkHeaders measures the headers layer when it has a header to add
+// (it copies the request and its header map) and when the caller already set
+// it (it passes the request on).
+func BenchmarkHeaders(b *testing.B) {
+	rt := middleware.Headers(map[string]string{"User-Agent": "bench/1"})(prebuilt())
+	b.Run("add", func(b *testing.B) { benchRT(b, rt) })
+	b.Run("present", func(b *testing.B) {
+		req, _ := http.NewRequest(http.MethodGet, "http://svc.test/v1/items", nil)
+		req.Header.Set("User-Agent", "caller/1")
+		b.ReportAllocs()
+		for b.Loop() {
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+	})
+}
+
+// BenchmarkLogging measures the logging layer when its level is not enabled
+// on the logger (the Enabled check only) and when every attempt is logged
+// to a text handler writing to io.Discard.
+func BenchmarkLogging(b *testing.B) {
+	b.Run("disabled", func(b *testing.B) {
+		ev := &middleware.Events{Client: "svc", Logger: slog.New(slog.DiscardHandler)}
+		benchRT(b, middleware.Logging(middleware.LogDebug, ev)(prebuilt()))
+	})
+	b.Run("enabled", func(b *testing.B) {
+		h := slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug})
+		ev := &middleware.Events{Client: "svc", Logger: slog.New(h)}
+		benchRT(b, middleware.Logging(middleware.LogDebug, ev)(prebuilt()))
+	})
+}
+
+// BenchmarkAttemptTimeout measures the per-attempt deadline layer alone.
+func BenchmarkAttemptTimeout(b *testing.B) {
+	benchRT(b, middleware.AttemptTimeout(10*time.Second)(prebuilt()))
+}
+
+// BenchmarkChain measures whole pipelines built as the factory builds them,
+// outermost first, without the registry and *http.Client around them:
+//
+//   - all: every layer on except the total timeout: breaker (consecutive),
+//     bulkhead and rate limit too large to bind, retry with its budget,
+//     logging at a level its logger does not enable;
+//   - defaults: the built-in defaults: 30s total timeout, retry with its
+//     budget, logging at a level its logger does not enable.
+func BenchmarkChain(b *testing.B) {
+	ev := &middleware.Events{Client: "svc", Logger: slog.New(slog.DiscardHandler)}
+	retry := middleware.DefaultRetrySettings()
+	b.Run("all", func(b *testing.B) {
+		breaker := middleware.DefaultBreakerSettings()
+		breaker.Enabled = true
+		chain := middleware.Chain(
+			middleware.Timeout(0, ev),
+			middleware.NewBreaker(breaker, middleware.BreakerOptions{Events: ev}).Middleware(),
+			middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1 << 20}, ev).Middleware(),
+			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget), Events: ev}),
+			middleware.AttemptTimeout(0),
+			middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e9, Burst: 1 << 20}, ev).Middleware(),
+			middleware.Headers(nil),
+			middleware.Logging(middleware.LogDebug, ev),
+		)
+		benchRT(b, chain(prebuilt()))
+	})
+	b.Run("defaults", func(b *testing.B) {
+		chain := middleware.Chain(
+			middleware.Timeout(30*time.Second, ev),
+			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget), Events: ev}),
+			middleware.AttemptTimeout(0),
+			middleware.Headers(nil),
+			middleware.Logging(middleware.LogDebug, ev),
+		)
+		benchRT(b, chain(prebuilt()))
+	})
+}
