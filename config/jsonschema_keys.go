@@ -1,0 +1,352 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchboard-http/switchboard/middleware"
+)
+
+// Key describes one key of a `defaults` or `clients.<name>` section, as the
+// JSON Schema and the README's reference show it. A plain value.
+type Key struct {
+	// Path is the dotted key path within a client section, such as
+	// "retry.max_retries"; "headers" stands for the whole headers map.
+	Path string
+	// Type is "duration", "integer", "number", "boolean", "string",
+	// "list of integers", "list of strings" or "map of header name to value".
+	Type string
+	// Default is the built-in value as written in YAML ("30s", "[]", `""`).
+	Default string
+	// Allowed is the enumeration or range the value must be in, such as
+	// "full | equal | decorrelated | none" or ">= 0"; "" when any value of
+	// Type is allowed.
+	Allowed string
+	// Doc is the key's description, saying what zero means.
+	Doc string
+	// Secret is true for keys whose values are never shown.
+	Secret bool
+}
+
+// leafInfo is one leaf of the client schema with its struct field.
+type leafInfo struct {
+	path string
+	f    *field
+	sf   reflect.StructField
+}
+
+// leafList is leaves(), computed once; never changed.
+var leafList = leaves()
+
+// leaves returns every leaf of the client section in declaration order
+// (the order of the file format in DESIGN.md), headers included.
+func leaves() []leafInfo {
+	var out []leafInfo
+	var walk func(prefix string, f *field, t reflect.Type)
+	walk = func(prefix string, f *field, t reflect.Type) {
+		names := slices.Clone(f.names)
+		slices.SortFunc(names, func(a, b string) int { return f.children[a].index - f.children[b].index })
+		for _, name := range names {
+			c := f.children[name]
+			sf := t.Field(c.index)
+			p := joinPath(prefix, name)
+			if c.kind == kindSection {
+				walk(p, c, sf.Type)
+				continue
+			}
+			out = append(out, leafInfo{path: p, f: c, sf: sf})
+		}
+	}
+	walk("", clientSchema, reflect.TypeFor[ClientConfig]())
+	return out
+}
+
+// Keys returns every key of a client section in the order of the file
+// format, each with its type, built-in default, allowed values and
+// description. Every call returns a fresh slice. It is safe for concurrent use.
+func Keys() []Key {
+	def := toTree(Default())
+	var out []Key
+	for _, l := range leafList {
+		out = append(out, Key{
+			Path:    l.path,
+			Type:    typeName(l.f.kind),
+			Default: render(l.f.kind, lookupTree(def, l.path)),
+			Allowed: allowed(l),
+			Doc:     keyDocs[l.path],
+			Secret:  l.f.secret,
+		})
+	}
+	return out
+}
+
+func typeName(k kind) string {
+	switch k {
+	case kindDuration:
+		return "duration"
+	case kindInt:
+		return "integer"
+	case kindFloat:
+		return "number"
+	case kindBool:
+		return "boolean"
+	case kindString:
+		return "string"
+	case kindIntList:
+		return "list of integers"
+	case kindStringList:
+		return "list of strings"
+	case kindStringMap:
+		return "map of header name to value"
+	}
+	return "section"
+}
+
+// allowed renders the enumeration or range of a leaf.
+func allowed(l leafInfo) string {
+	tag := l.sf.Tag
+	if e := enumOf(tag); e != nil {
+		return strings.Join(e, " | ")
+	}
+	lo, hasLo := tag.Lookup("minimum")
+	xlo, hasXlo := tag.Lookup("exclusiveMinimum")
+	hi, hasHi := tag.Lookup("maximum")
+	switch {
+	case l.f.kind == kindDuration && hasXlo:
+		return "> " + xlo
+	case l.f.kind == kindDuration:
+		return ">= 0"
+	case hasLo && hasHi:
+		return lo + ".." + hi
+	case hasXlo && hasHi:
+		return "(" + xlo + ", " + hi + "]"
+	case hasLo:
+		return ">= " + lo
+	case hasXlo:
+		return "> " + xlo
+	}
+	switch l.path {
+	case "retry.retryable_methods":
+		return "HTTP methods"
+	case "transport.proxy_url":
+		return "http, https or socks5 URL"
+	case "auth.host":
+		return "host[:port]"
+	}
+	return ""
+}
+
+// render writes a canonical tree value as YAML would show it.
+func render(k kind, v any) string {
+	switch x := v.(type) {
+	case time.Duration:
+		return x.String()
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case string:
+		if x == "" || k != kindString {
+			return strconv.Quote(x)
+		}
+		return x
+	case []int:
+		s := make([]string, len(x))
+		for i, n := range x {
+			s[i] = strconv.Itoa(n)
+		}
+		return "[" + strings.Join(s, ", ") + "]"
+	case []string:
+		return "[" + strings.Join(x, ", ") + "]"
+	case map[string]any:
+		if len(x) == 0 {
+			return "{}"
+		}
+		parts := make([]string, 0, len(x))
+		for _, name := range slices.Sorted(maps.Keys(x)) {
+			parts = append(parts, name+": "+fmt.Sprint(x[name]))
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	}
+	return fmt.Sprint(v)
+}
+
+// Reference returns the Markdown table of every key of a client section:
+// key, type, built-in default, allowed values and description, generated
+// from the same source as JSONSchema. The README holds a copy between
+// <!-- reference:start --> and <!-- reference:end -->, which a test keeps
+// in step. It is safe for concurrent use.
+func Reference() string {
+	var b strings.Builder
+	b.WriteString("| key | type | default | allowed | description |\n")
+	b.WriteString("|---|---|---|---|---|\n")
+	for _, k := range Keys() {
+		allowed := k.Allowed
+		if strings.Contains(allowed, " | ") {
+			allowed = "`" + strings.ReplaceAll(allowed, " | ", "` \\| `") + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | `%s` | %s | %s |\n",
+			k.Path, k.Type, k.Default, allowed, strings.ReplaceAll(k.Doc, "|", "\\|"))
+	}
+	return b.String()
+}
+
+// Redacted replaces a secret value in Settings and ChangedKeys.
+const Redacted = middleware.Redacted
+
+// Setting is one effective key of a ClientConfig with its value, ready to
+// show: secrets are already replaced by Redacted. A plain value.
+type Setting struct {
+	// Key is the dotted path within the client section, as in Provenance:
+	// "retry.max_retries", or "headers.User-Agent" for each header
+	// ("headers" alone when there are none).
+	Key string
+	// Value is the value in JSON-friendly form: durations as Go duration
+	// strings, numbers, booleans, strings, lists, or Redacted.
+	Value any
+	// Text is the value as written in YAML ("500ms", "[429, 502]", `""`).
+	Text string
+	// Redacted is true when Value and Text hide a secret.
+	Redacted bool
+}
+
+// Settings returns every effective key of c in the order of the file
+// format, with secrets redacted: auth.bearer_token and auth.basic.password,
+// header values whose names look sensitive (middleware.IsSensitiveHeader:
+// Authorization, X-Api-Key, …), and the userinfo and sensitive query
+// parameters of transport.proxy_url (middleware.RedactURL). Empty secrets
+// are shown as they are. It is safe for concurrent use.
+func (c ClientConfig) Settings() []Setting {
+	raw := c.settings()
+	out := make([]Setting, len(raw))
+	for i, s := range raw {
+		out[i] = s.redacted()
+	}
+	return out
+}
+
+// rawSetting is a Setting before redaction.
+type rawSetting struct {
+	key    string
+	kind   kind
+	value  any // canonical tree value
+	secret bool
+}
+
+func (c ClientConfig) settings() []rawSetting {
+	tree := toTree(c)
+	var out []rawSetting
+	for _, l := range leafList {
+		v := lookupTree(tree, l.path)
+		if l.f.kind == kindStringMap {
+			h := v.(map[string]any)
+			if len(h) == 0 {
+				out = append(out, rawSetting{key: l.path, kind: kindStringMap, value: h})
+			}
+			for _, name := range slices.Sorted(maps.Keys(h)) {
+				out = append(out, rawSetting{key: l.path + "." + name, kind: kindString, value: h[name],
+					secret: middleware.IsSensitiveHeader(name)})
+			}
+			continue
+		}
+		out = append(out, rawSetting{key: l.path, kind: l.f.kind, value: v, secret: l.f.secret})
+	}
+	return out
+}
+
+func (s rawSetting) redacted() Setting {
+	out := Setting{Key: s.key, Value: jsonValue(s.value), Text: render(s.kind, s.value)}
+	str, isStr := s.value.(string)
+	switch {
+	case !isStr || str == "":
+	case s.secret:
+		out.Value, out.Text, out.Redacted = Redacted, Redacted, true
+	case s.key == "transport.proxy_url":
+		u, err := url.Parse(str)
+		red := Redacted
+		if err == nil {
+			red = middleware.RedactURL(u)
+		}
+		if red != str {
+			out.Value, out.Text, out.Redacted = red, red, true
+		}
+	}
+	return out
+}
+
+// KeyChange is one key whose effective value differs between two client
+// configurations, with both values shown as Settings shows them (a changed
+// secret reads Redacted on both sides). A plain value.
+type KeyChange struct {
+	Key      string // as in Setting.Key
+	Old, New string // Setting.Text; "" when the key is absent (a header)
+	Redacted bool   // a secret changed
+}
+
+// ChangedKeys returns the keys whose values differ between old and new, in
+// the order of the file format (a header added or removed counts as a
+// change of that header). Secret values are compared but never returned.
+// It is safe for concurrent use.
+func ChangedKeys(old, new ClientConfig) []KeyChange {
+	type entry struct {
+		raw rawSetting
+		at  int
+	}
+	index := func(rs []rawSetting) map[string]entry {
+		m := make(map[string]entry, len(rs))
+		for i, r := range rs {
+			m[r.key] = entry{r, i}
+		}
+		return m
+	}
+	o, n := old.settings(), new.settings()
+	om, nm := index(o), index(n)
+	// Keys in new's order, then keys only old has, each at its place.
+	keys := make([]string, 0, len(n)+2)
+	for _, r := range n {
+		keys = append(keys, r.key)
+	}
+	for _, r := range o {
+		if _, ok := nm[r.key]; !ok {
+			keys = append(keys, r.key)
+		}
+	}
+	slices.SortStableFunc(keys, func(a, b string) int { return keyOrder(a) - keyOrder(b) })
+	var out []KeyChange
+	for _, k := range keys {
+		oe, inOld := om[k]
+		ne, inNew := nm[k]
+		if inOld && inNew && render(oe.raw.kind, oe.raw.value) == render(ne.raw.kind, ne.raw.value) {
+			continue
+		}
+		if k == "headers" { // the empty-map placeholder appearing or going
+			continue
+		}
+		kc := KeyChange{Key: k}
+		if inOld {
+			s := oe.raw.redacted()
+			kc.Old, kc.Redacted = s.Text, s.Redacted
+		}
+		if inNew {
+			s := ne.raw.redacted()
+			kc.New, kc.Redacted = s.Text, kc.Redacted || s.Redacted
+		}
+		out = append(out, kc)
+	}
+	return out
+}
+
+// keyOrder is the position of key in the file format: the index of its
+// leaf, headers sorted within theirs.
+func keyOrder(key string) int {
+	for i, l := range leafList {
+		if key == l.path || strings.HasPrefix(key, l.path+".") {
+			return i
+		}
+	}
+	return 1 << 30
+}

@@ -1,0 +1,61 @@
+package middleware_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/switchboard-http/switchboard/middleware"
+)
+
+// Chain composes middleware, the first outermost: here the outer layer
+// sees the request before the inner one, and the response after it.
+func ExampleChain() {
+	layer := func(name string) middleware.Middleware {
+		return func(next http.RoundTripper) http.RoundTripper {
+			return middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+				fmt.Println(name, "request")
+				resp, err := next.RoundTrip(req)
+				fmt.Println(name, "response")
+				return resp, err
+			})
+		}
+	}
+	base := middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		fmt.Println("base", req.Method, req.URL.Path)
+		return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
+	})
+
+	client := &http.Client{Transport: middleware.Chain(layer("outer"), layer("inner"))(base)}
+	resp, err := client.Get("http://example.internal/v1")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	// Output:
+	// outer request
+	// inner request
+	// base GET /v1
+	// inner response
+	// outer response
+}
+
+// WithOverrides changes settings for the calls whose context carries it:
+// a payment that must not be retried, with a tighter deadline, while the
+// client's configuration stays as it is for every other call.
+func ExampleWithOverrides() {
+	zero, deadline := 0, 2*time.Second
+	ctx := middleware.WithOverrides(context.Background(), middleware.Overrides{
+		MaxRetries: &zero,
+		Timeout:    &deadline,
+	})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://billing.internal/payments", strings.NewReader("{}"))
+
+	o, ok := middleware.OverridesFrom(req.Context())
+	fmt.Println(ok, *o.MaxRetries, *o.Timeout, o.AttemptTimeout == nil)
+	// Output: true 0 2s true
+}

@@ -1,0 +1,29 @@
+module github.com/switchboard-http/switchboard/schematest
+
+go 1.26.0
+
+require (
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	github.com/switchboard-http/switchboard v0.0.0
+	go.yaml.in/yaml/v3 v3.0.3
+)
+
+require (
+	github.com/fsnotify/fsnotify v1.10.1 // indirect
+	github.com/go-viper/mapstructure/v2 v2.5.0 // indirect
+	github.com/knadh/koanf/maps v0.1.2 // indirect
+	github.com/knadh/koanf/parsers/yaml v1.1.1 // indirect
+	github.com/knadh/koanf/providers/confmap v1.0.1 // indirect
+	github.com/knadh/koanf/providers/env/v2 v2.0.2 // indirect
+	github.com/knadh/koanf/providers/file v1.2.1 // indirect
+	github.com/knadh/koanf/providers/posflag v1.0.2 // indirect
+	github.com/knadh/koanf/v2 v2.4.1 // indirect
+	github.com/mitchellh/copystructure v1.2.0 // indirect
+	github.com/mitchellh/reflectwalk v1.0.2 // indirect
+	github.com/spf13/pflag v1.1.0 // indirect
+	golang.org/x/sys v0.32.0 // indirect
+	golang.org/x/text v0.14.0 // indirect
+	golang.org/x/time v0.16.0 // indirect
+)
+
+replace github.com/switchboard-http/switchboard => ../
