@@ -1,0 +1,17 @@
+// Package benchmarks measures switchboard side by side with its peers:
+// failsafe-go (failsafehttp, retry + circuit breaker), hashicorp's
+// go-retryablehttp, gojek's heimdall, a minimal hand-written retry loop inside
+// sony/gobreaker, and a bare *http.Client, each configured to one policy (see
+// policy.go) and run over the same in-memory and loopback transports.
+//
+// It is a module of its own so that the competitors never enter the main
+// go.mod. Its tests are not run by `go test ./...` at the repository root:
+//
+//	cd benchmarks
+//	go test -run Equivalent ./...             # the stacks behave alike
+//	go test -run '^$' -bench . -benchmem      # the comparison
+//
+// TestEquivalent proves the stacks alike (attempt counts, superseded
+// response bodies closed, the last body intact) before their numbers are
+// compared; see its doc for what it checks.
+package benchmarks

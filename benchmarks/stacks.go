@@ -1,0 +1,213 @@
+package benchmarks
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/failsafe-go/failsafe-go"
+	"github.com/failsafe-go/failsafe-go/circuitbreaker"
+	"github.com/failsafe-go/failsafe-go/failsafehttp"
+	"github.com/failsafe-go/failsafe-go/retrypolicy"
+	"github.com/gojek/heimdall/v7"
+	"github.com/gojek/heimdall/v7/httpclient"
+	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/switchboard-http/switchboard/config"
+	"github.com/switchboard-http/switchboard/factory"
+	"github.com/switchboard-http/switchboard/middleware"
+)
+
+// Doer sends one logical call: *http.Client and heimdall's client are both.
+type Doer interface {
+	Do(req *http.Request) (*http.Response, error)
+}
+
+// Stack is one library configured to the shared policy.
+type Stack struct {
+	Name string
+	Doer Doer
+	// Close releases what the stack holds (registry, idle connections).
+	Close func()
+}
+
+// The names of the stacks, as the benchmarks and the README table show them.
+const (
+	NameBare          = "bare"
+	NameSwitchboard   = "switchboard-all"
+	NameDefaults      = "switchboard-defaults"
+	NameFailsafe      = "failsafe-go"
+	NameRetryableHTTP = "go-retryablehttp"
+	NameHeimdall      = "heimdall"
+	NameMinimal       = "minimal"
+)
+
+// Stacks returns every stack over base with the shared policy and a first
+// backoff of BaseBackoff. A nil base gives each stack a transport of its
+// own for the network: switchboard builds it from its transport block, the
+// others get NewTransport().
+func Stacks(base http.RoundTripper) ([]Stack, error) { return StacksWithBackoff(base, BaseBackoff) }
+
+// StacksWithBackoff is Stacks with backoff as the first retry's delay
+// (doubling up to MaxBackoff); 0 retries at once, measuring the retry
+// machinery without a timer where the library skips it for a zero delay.
+// switchboard's defaults keep their own backoff.
+func StacksWithBackoff(base http.RoundTripper, backoff time.Duration) ([]Stack, error) {
+	all, err := Switchboard(AllLayers(backoff), base)
+	if err != nil {
+		return nil, err
+	}
+	defaults, err := Switchboard(config.Default(), base)
+	if err != nil {
+		all.Close()
+		return nil, err
+	}
+	all.Name, defaults.Name = NameSwitchboard, NameDefaults
+	return []Stack{
+		Bare(base),
+		all,
+		defaults,
+		Failsafe(base, backoff),
+		RetryableHTTP(base, backoff),
+		Heimdall(base, backoff),
+		Minimal(base, backoff),
+	}, nil
+}
+
+// NewTransport is the network transport of every stack but switchboard's:
+// a clone of http.DefaultTransport with switchboard's default pool sizes.
+func NewTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = config.DefaultMaxIdleConns
+	t.MaxIdleConnsPerHost = config.DefaultMaxIdleConnsPerHost
+	return t
+}
+
+// own returns base, or a new network transport and the func that closes its
+// idle connections.
+func own(base http.RoundTripper) (http.RoundTripper, func()) {
+	if base != nil {
+		return base, func() {}
+	}
+	t := NewTransport()
+	return t, t.CloseIdleConnections
+}
+
+// AllLayers is switchboard's "all layers" client: every layer on except the
+// total timeout. Retry to the shared policy (no jitter, every method, as the
+// peers do), a budget with ratio 1 (every call may retry once, so that
+// 503-then-200 keeps retrying under the benchmark's load), a consecutive
+// breaker, a bulkhead and a rate limit too large to bind, and logging at
+// debug with a logger that discards every level (the layer runs its
+// Enabled check and nothing else). backoff is retry.initial_backoff.
+func AllLayers(backoff time.Duration) config.ClientConfig {
+	c := config.Default()
+	c.Timeout = 0
+	c.Retry.MaxRetries = MaxRetries
+	c.Retry.InitialBackoff = backoff
+	c.Retry.MaxBackoff = MaxBackoff
+	c.Retry.Jitter = middleware.JitterNone
+	c.Retry.RetryAllMethods = true
+	c.Retry.Budget.Ratio = 1
+	c.CircuitBreaker.Enabled = true
+	c.CircuitBreaker.Mode = middleware.BreakerConsecutive
+	c.CircuitBreaker.FailureThreshold = FailureThreshold
+	c.CircuitBreaker.Cooldown = Cooldown
+	c.Bulkhead.MaxConcurrent = 1 << 20
+	c.RateLimit.RequestsPerSecond = 1e9
+	c.RateLimit.Burst = 1 << 20
+	c.Logging.Level = middleware.LogDebug
+	return c
+}
+
+// Switchboard builds a registry whose client "svc" has cc, over base (nil:
+// the transport switchboard builds from cc's transport block), logging to a
+// handler that is enabled at no level.
+func Switchboard(cc config.ClientConfig, base http.RoundTripper) (Stack, error) {
+	cfg := config.Config{Defaults: config.Default(), Clients: map[string]config.ClientConfig{"svc": cc}}
+	r, err := factory.New(cfg, factory.Options{Base: base, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return Stack{}, err
+	}
+	return Stack{Name: NameSwitchboard, Doer: r.Get("svc"), Close: func() { r.Close() }}, nil
+}
+
+// Bare is a plain *http.Client: no retry, no breaker.
+func Bare(base http.RoundTripper) Stack {
+	rt, closeIdle := own(base)
+	return Stack{Name: NameBare, Doer: &http.Client{Transport: rt}, Close: closeIdle}
+}
+
+// Failsafe is failsafehttp's RoundTripper with a circuit breaker (outer,
+// one outcome per logical call) around a retry policy. failsafe-go does not
+// close the responses it retries, so an OnRetryScheduled listener drains and
+// closes them; ReturnLastFailure returns the last response on exhaustion
+// instead of a retrypolicy.ExceededError. A zero backoff leaves failsafe's
+// default, no delay (WithBackoff rejects zero).
+func Failsafe(base http.RoundTripper, backoff time.Duration) Stack {
+	rt, closeIdle := own(base)
+	rb := retrypolicy.NewBuilder[*http.Response]().
+		HandleIf(Retryable).
+		AbortOnErrors(context.Canceled).
+		WithMaxRetries(MaxRetries)
+	if backoff > 0 {
+		rb = rb.WithBackoff(backoff, MaxBackoff)
+	}
+	retry := rb.
+		WithDelayFunc(failsafehttp.DelayFunc).
+		ReturnLastFailure().
+		OnRetryScheduled(func(e failsafe.ExecutionScheduledEvent[*http.Response]) { drain(e.LastResult()) }).
+		Build()
+	breaker := circuitbreaker.NewBuilder[*http.Response]().
+		HandleIf(BreakerFailure).
+		WithFailureThreshold(FailureThreshold).
+		WithDelay(Cooldown).
+		Build()
+	return Stack{Name: NameFailsafe, Doer: &http.Client{Transport: failsafehttp.NewRoundTripper(rt, breaker, retry)}, Close: closeIdle}
+}
+
+// RetryableHTTP is go-retryablehttp's StandardClient: an *http.Client whose
+// transport converts each request and runs the retrying client, which sends
+// it through an inner *http.Client. No breaker (the library has none); the
+// default stderr logger is off; PassthroughErrorHandler returns the last
+// response on exhaustion instead of closing it and returning an error.
+func RetryableHTTP(base http.RoundTripper, backoff time.Duration) Stack {
+	rt, closeIdle := own(base)
+	c := retryablehttp.NewClient()
+	c.HTTPClient = &http.Client{Transport: rt}
+	c.Logger = nil
+	c.RetryMax = MaxRetries
+	c.RetryWaitMin, c.RetryWaitMax = backoff, MaxBackoff
+	c.CheckRetry = func(ctx context.Context, resp *http.Response, err error) (bool, error) {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return Retryable(resp, err), nil
+	}
+	c.ErrorHandler = retryablehttp.PassthroughErrorHandler
+	return Stack{Name: NameRetryableHTTP, Doer: c.StandardClient(), Close: closeIdle}
+}
+
+// Heimdall is heimdall's httpclient over an *http.Client without a timeout
+// (heimdall's own default would set a 30s http.Client.Timeout). Heimdall
+// retries every transport error and every status >= 500 (not 429) and has
+// no predicate to change that; its backoffs count in whole milliseconds, so
+// a RetrierFunc gives it the shared microsecond schedule. Its breaker lives
+// in the separate hystrix plugin (afex/hystrix-go, global state, a
+// goroutine per call), left out.
+func Heimdall(base http.RoundTripper, backoff time.Duration) Stack {
+	rt, closeIdle := own(base)
+	c := httpclient.NewClient(
+		httpclient.WithHTTPClient(&http.Client{Transport: rt}),
+		httpclient.WithRetryCount(MaxRetries),
+		httpclient.WithRetrier(heimdall.NewRetrierFunc(func(retry int) time.Duration { return Backoff(backoff, retry+1) })),
+	)
+	return Stack{Name: NameHeimdall, Doer: c, Close: closeIdle}
+}
+
+// Minimal is the hand-written baseline: see minimalRT.
+func Minimal(base http.RoundTripper, backoff time.Duration) Stack {
+	rt, closeIdle := own(base)
+	return Stack{Name: NameMinimal, Doer: &http.Client{Transport: newMinimal(rt, backoff)}, Close: closeIdle}
+}
