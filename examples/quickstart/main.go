@@ -136,7 +136,8 @@ func run(out io.Writer) error {
 		return errors.New("the bad config was applied")
 	}
 	fmt.Fprintf(out, "   rejected, generation %d keeps serving:\n%v\n", e.Generation, indent(e.Err.Error()))
-	hits.Store(2)
+	fmt.Fprintln(out, "   the same client still runs generation 2 (one attempt, no retries):")
+	hits.Store(2) // the next request is the one the server answers
 	return call(out, billing, srv.URL)
 }
 
