@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -550,5 +551,37 @@ func TestApplyAfterClose(t *testing.T) {
 	}
 	if err := r.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// Status read the names and the generation apart, so a Get adding a name in
+// between made it index past the end of the names.
+func TestStatusWhileGetAddsNames(t *testing.T) {
+	r, err := factory.New(defaultsWithRetries(0), factory.Options{Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 3000; i++ {
+			r.Get(fmt.Sprintf("n%d", i))
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			if got := len(r.Status().Clients); got != 2+3000 {
+				t.Fatalf("Status lists %d clients, want %d", got, 2+3000)
+			}
+			return
+		default:
+			for _, c := range r.Status().Clients {
+				if c.Name == "" {
+					t.Fatal("Status listed a client without a name")
+				}
+			}
+		}
 	}
 }

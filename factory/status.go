@@ -59,14 +59,15 @@ func (r *Registry) Status() Status {
 func (r *Registry) snapshot() (Status, []*pipeline) {
 	r.mu.Lock()
 	s := Status{LastReload: r.lastReload, LastError: r.lastErr}
-	names := r.names
 	r.mu.Unlock()
+	// Each pipeline carries its client's name, so the generation alone is a
+	// consistent view: a Get adding a name meanwhile cannot skew it.
 	g := r.gen.Load()
 	s.Generation = g.num
 	s.Clients = make([]ClientStatus, 0, len(g.pipes))
 	pipes := slices.Clone(g.pipes)
-	for i, p := range pipes {
-		cs := ClientStatus{Name: names[i], Defined: p.defined, ConfigHash: p.hash, Generation: p.gen}
+	for _, p := range pipes {
+		cs := ClientStatus{Name: p.name, Defined: p.defined, ConfigHash: p.hash, Generation: p.gen}
 		if p.budget != nil {
 			cs.BudgetBalance = p.budget.Balance()
 		}
