@@ -183,14 +183,14 @@ func (st *loadState) build() (Config, error) {
 // `defaults` is dropped when `defaults` has the same error.
 func (st *loadState) validate(cfg Config) {
 	defErrs := map[string]bool{}
-	for _, fe := range validateClient("defaults", cfg.Defaults) {
+	for _, fe := range validateClient("defaults", cfg.Defaults, true) {
 		st.annotate(fe, fe.Path)
 		defErrs[fe.Path+"\x00"+fe.Msg] = true
 		st.errs = append(st.errs, fe)
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Clients)) {
 		prefix := "clients." + name
-		for _, fe := range validateClient(prefix, cfg.Clients[name]) {
+		for _, fe := range validateClient(prefix, cfg.Clients[name], true) {
 			rel := fe.Path[len(prefix)+1:]
 			o := st.annotate(fe, fe.Path)
 			if o.Path == "defaults."+rel && defErrs[o.Path+"\x00"+fe.Msg] {

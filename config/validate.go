@@ -29,13 +29,19 @@ import (
 // read. The breaker's numbers are checked whether or not the breaker is
 // enabled: they are defaults a client may switch on later.
 //
-// Client names must match ^[A-Za-z0-9_-]+$. A Config built in code should
-// start each ClientConfig from Default(): the zero ClientConfig fails the
-// breaker checks. Values of secret keys never appear in the errors.
+// In a Config built in code a zero breaker number (failure_threshold,
+// failure_rate_threshold, window, minimum_calls, half_open_max_requests,
+// success_threshold) stands for its built-in default, as it does for
+// middleware.NewBreaker, so the zero ClientConfig is valid: no timeout, no
+// retry, every layer off. Loader.Load is stricter: a layered file always
+// carries the defaults, so a 0 there was written on purpose, and it is
+// rejected ("half_open_max_requests: must be >= 1, got 0"). Client names
+// must match ^[A-Za-z0-9_-]+$. Values of secret keys never appear in the
+// errors.
 // Validate reads referenced files but changes nothing; it is safe for
 // concurrent use.
 func (c Config) Validate() error {
-	errs := validateClient("defaults", c.Defaults)
+	errs := validateClient("defaults", c.Defaults, false)
 	for _, name := range slices.Sorted(maps.Keys(c.Clients)) {
 		if !clientNameRE.MatchString(name) {
 			errs = append(errs, &FieldError{
@@ -44,7 +50,7 @@ func (c Config) Validate() error {
 			})
 			continue
 		}
-		errs = append(errs, validateClient("clients."+name, c.Clients[name])...)
+		errs = append(errs, validateClient("clients."+name, c.Clients[name], false)...)
 	}
 	return joinFieldErrors(errs)
 }
@@ -105,7 +111,9 @@ func (v *validator) readable(key, path string) {
 }
 
 // validateClient checks one client (or the defaults) section at prefix.
-func validateClient(prefix string, c ClientConfig) []*FieldError {
+// Strict is for loaded files, where a zero breaker number was written on
+// purpose; otherwise a zero one stands for its default.
+func validateClient(prefix string, c ClientConfig, strict bool) []*FieldError {
 	v := &validator{prefix: prefix}
 	v.nonNegDuration("timeout", c.Timeout)
 	for _, name := range slices.Sorted(maps.Keys(c.Headers)) {
@@ -119,7 +127,7 @@ func validateClient(prefix string, c ClientConfig) []*FieldError {
 	validateTransport(v, c.Transport)
 	validateTLS(v, c.TLS)
 	validateRetry(v, c.Retry, c.Timeout)
-	validateBreaker(v, c.CircuitBreaker)
+	validateBreaker(v, c.CircuitBreaker, strict)
 	v.nonNegInt("bulkhead.max_concurrent", c.Bulkhead.MaxConcurrent)
 	v.nonNegDuration("bulkhead.max_wait", c.Bulkhead.MaxWait)
 	v.nonNegFloat("rate_limit.requests_per_second", c.RateLimit.RequestsPerSecond)
@@ -201,19 +209,26 @@ func validateRetry(v *validator, r middleware.RetrySettings, timeout time.Durati
 	v.nonNegDuration("retry.budget.ttl", r.Budget.TTL)
 }
 
-func validateBreaker(v *validator, b middleware.BreakerSettings) {
+func validateBreaker(v *validator, b middleware.BreakerSettings, strict bool) {
 	v.oneOf("circuit_breaker.mode", string(b.Mode), string(middleware.BreakerConsecutive), string(middleware.BreakerRate))
-	v.atLeastOne("circuit_breaker.failure_threshold", b.FailureThreshold)
-	if !(b.FailureRateThreshold > 0 && b.FailureRateThreshold <= 1) {
-		v.fail("circuit_breaker.failure_rate_threshold", "must be in (0, 1], got %g", b.FailureRateThreshold)
+	// atLeast checks a count that must be >= 1, or 0 for "the default" when
+	// not strict.
+	atLeast := func(key string, n int) {
+		if strict || n != 0 {
+			v.atLeastOne(key, n)
+		}
 	}
-	if b.Window <= 0 {
+	atLeast("circuit_breaker.failure_threshold", b.FailureThreshold)
+	if r := b.FailureRateThreshold; !(r > 0 && r <= 1) && (strict || r != 0) {
+		v.fail("circuit_breaker.failure_rate_threshold", "must be in (0, 1], got %g", r)
+	}
+	if b.Window < 0 || (strict && b.Window == 0) {
 		v.fail("circuit_breaker.window", "must be > 0, got %s", b.Window)
 	}
-	v.atLeastOne("circuit_breaker.minimum_calls", b.MinimumCalls)
+	atLeast("circuit_breaker.minimum_calls", b.MinimumCalls)
 	v.nonNegDuration("circuit_breaker.cooldown", b.Cooldown)
-	v.atLeastOne("circuit_breaker.half_open_max_requests", b.HalfOpenMaxRequests)
-	v.atLeastOne("circuit_breaker.success_threshold", b.SuccessThreshold)
+	atLeast("circuit_breaker.half_open_max_requests", b.HalfOpenMaxRequests)
+	atLeast("circuit_breaker.success_threshold", b.SuccessThreshold)
 	v.oneOf("circuit_breaker.scope", string(b.Scope), string(middleware.ScopeClient), string(middleware.ScopeHost))
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-http/switchboard/config"
+	"github.com/switchboard-http/switchboard/middleware"
 )
 
 func TestValidateConfigInCode(t *testing.T) {
@@ -18,7 +19,7 @@ func TestValidateConfigInCode(t *testing.T) {
 	bad.Retry.MaxRetries = -1
 	bad.Timeout = 2 * time.Second
 	bad.Retry.AttemptTimeout = 5 * time.Second
-	bad.CircuitBreaker.HalfOpenMaxRequests = 0
+	bad.CircuitBreaker.HalfOpenMaxRequests = -1
 	bad.TLS.MinVersion = "1.4"
 	bad.Headers = map[string]string{"Bad Header": "x"}
 
@@ -32,7 +33,7 @@ func TestValidateConfigInCode(t *testing.T) {
 		{"bad client", config.Config{Defaults: good, Clients: map[string]config.ClientConfig{"billing": bad}}, []string{
 			"clients.billing.retry.max_retries: must be >= 0, got -1",
 			"clients.billing.retry.attempt_timeout: must be less than timeout (2s), got 5s",
-			"clients.billing.circuit_breaker.half_open_max_requests: must be >= 1, got 0",
+			"clients.billing.circuit_breaker.half_open_max_requests: must be >= 1, got -1",
 			`clients.billing.tls.min_version: must be one of 1.0, 1.1, 1.2, 1.3, got "1.4"`,
 			"clients.billing.headers.Bad Header: header name must be an HTTP token",
 		}},
@@ -40,9 +41,15 @@ func TestValidateConfigInCode(t *testing.T) {
 		{"bad client name", config.Config{Defaults: good, Clients: map[string]config.ClientConfig{"a.b": good}}, []string{
 			`clients.a.b: client name "a.b" must match`,
 		}},
-		{"zero ClientConfig fails the breaker checks", config.Config{Defaults: config.ClientConfig{}}, []string{
-			"defaults.circuit_breaker.failure_threshold: must be >= 1, got 0",
-			"defaults.circuit_breaker.window: must be > 0, got 0s",
+		// In code a zero breaker number stands for its default, as it does
+		// for middleware.NewBreaker, so factory.New accepts a literal.
+		{"zero ClientConfig is valid", config.Config{Defaults: config.ClientConfig{}, Clients: map[string]config.ClientConfig{"billing": {}}}, nil},
+		{"negative breaker numbers in code", config.Config{Defaults: config.ClientConfig{CircuitBreaker: middleware.BreakerSettings{
+			FailureThreshold: -1, FailureRateThreshold: 1.5, Window: -time.Second,
+		}}}, []string{
+			"defaults.circuit_breaker.failure_threshold: must be >= 1, got -1",
+			"defaults.circuit_breaker.failure_rate_threshold: must be in (0, 1], got 1.5",
+			"defaults.circuit_breaker.window: must be > 0, got -1s",
 		}},
 	}
 	for _, tt := range tests {
@@ -91,8 +98,9 @@ func TestValidateRules(t *testing.T) {
 		{"budget min_per_second", func(c *config.ClientConfig) { c.Retry.Budget.MinPerSecond = -1 }, "defaults.retry.budget.min_per_second: must be >= 0, got -1"},
 		{"breaker mode", func(c *config.ClientConfig) { c.CircuitBreaker.Mode = "sometimes" }, `defaults.circuit_breaker.mode: must be one of consecutive, rate, got "sometimes"`},
 		{"rate threshold 1 is fine", func(c *config.ClientConfig) { c.CircuitBreaker.FailureRateThreshold = 1 }, ""},
-		{"minimum_calls", func(c *config.ClientConfig) { c.CircuitBreaker.MinimumCalls = 0 }, "defaults.circuit_breaker.minimum_calls: must be >= 1, got 0"},
-		{"success_threshold", func(c *config.ClientConfig) { c.CircuitBreaker.SuccessThreshold = 0 }, "defaults.circuit_breaker.success_threshold: must be >= 1, got 0"},
+		{"minimum_calls", func(c *config.ClientConfig) { c.CircuitBreaker.MinimumCalls = -1 }, "defaults.circuit_breaker.minimum_calls: must be >= 1, got -1"},
+		{"minimum_calls 0 in code is the default", func(c *config.ClientConfig) { c.CircuitBreaker.MinimumCalls = 0 }, ""},
+		{"success_threshold", func(c *config.ClientConfig) { c.CircuitBreaker.SuccessThreshold = -2 }, "defaults.circuit_breaker.success_threshold: must be >= 1, got -2"},
 		{"breaker scope", func(c *config.ClientConfig) { c.CircuitBreaker.Scope = "global" }, `defaults.circuit_breaker.scope: must be one of client, host, got "global"`},
 		{"bulkhead max_wait", func(c *config.ClientConfig) { c.Bulkhead.MaxWait = -1 }, "defaults.bulkhead.max_wait: must be >= 0"},
 		{"rate limit rps", func(c *config.ClientConfig) { c.RateLimit.RequestsPerSecond = -1 }, "defaults.rate_limit.requests_per_second: must be >= 0, got -1"},

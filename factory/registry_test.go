@@ -22,6 +22,7 @@ import (
 
 	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/factory"
+	"github.com/switchboard-http/switchboard/middleware"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -583,5 +584,22 @@ func TestStatusWhileGetAddsNames(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A Config literal with zero values is usable: each zero means what its field
+// doc says (mostly "off"), and a zero breaker number means its default.
+func TestNewFromAZeroValuedLiteral(t *testing.T) {
+	srv := newServer(t, status(503))
+	r, err := factory.New(config.Config{Clients: map[string]config.ClientConfig{
+		"billing": {Retry: middleware.RetrySettings{MaxRetries: 1}, CircuitBreaker: middleware.BreakerSettings{Enabled: true}},
+	}}, factory.Options{Logger: discard()})
+	if err != nil {
+		t.Fatalf("New with a zero-valued literal: %v", err)
+	}
+	defer r.Close()
+	get(t, r.Get("billing"), srv.URL)
+	if n := srv.hits.Load(); n != 2 {
+		t.Fatalf("max_retries 1 with zero backoff: got %d attempts, want 2", n)
 	}
 }
