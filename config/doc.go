@@ -53,9 +53,10 @@
 // levels: SWITCHBOARD_CLIENTS__BILLING__RETRY__MAX_RETRIES=5,
 // SWITCHBOARD_DEFAULTS__TIMEOUT=2s. Matching is case-insensitive. A client
 // name matches the file's clients case-insensitively with "_" and "-"
-// alike (BILLING_V2 is billing-v2 when the file has billing-v2); when the
-// file has no such client, the variable creates one named in lower case
-// with "_" kept (billing_v2). Under headers, "_" becomes "-" and the name
+// alike (BILLING_V2 is billing-v2, or billing_v2 when that is the file's
+// spelling); when the file has no such client, the variable creates one named
+// in lower case with "_" read as "-" (billing-v2), since env names cannot
+// hold "-". Under headers, "_" becomes "-" and the name
 // is put in canonical form: …__HEADERS__X_REQUEST_SOURCE=abc sets
 // X-Request-Source. Lists are comma-separated (…__RETRYABLE_STATUS=502,503;
 // an empty value is the empty list). A prefixed variable that names no key,

@@ -141,7 +141,9 @@ func envClientName(part string, fileClients []string) (string, *FieldError) {
 	}
 	switch len(found) {
 	case 0:
-		name := strings.ToLower(part)
+		// As DESIGN.md has it, BILLING_V2 is billing-v2: env names cannot
+		// hold "-", so "_" in a new client's name stands for it.
+		name := strings.ToLower(strings.ReplaceAll(part, "_", "-"))
 		if !clientNameRE.MatchString(name) {
 			return "", &FieldError{Msg: "client name " + quoteShort(name) + " must match " + clientNameRE.String()}
 		}

@@ -32,11 +32,11 @@ func TestEnvLayer(t *testing.T) {
 			},
 		},
 		{
-			name: "a client not in the file is created in lower case with _ kept",
-			env:  []string{"SWITCHBOARD_CLIENTS__NEW_ONE__TIMEOUT=4s"},
+			name: "a client not in the file is created in lower case with _ read as -",
+			env:  []string{"SWITCHBOARD_CLIENTS__BILLING_V2__TIMEOUT=4s"},
 			check: func(t *testing.T, cfg config.Config) {
-				if got, want := client(t, cfg, "new_one").Timeout, 4*time.Second; got != want {
-					t.Errorf("new_one timeout: got %v, want %v", got, want)
+				if got, want := client(t, cfg, "billing-v2").Timeout, 4*time.Second; got != want {
+					t.Errorf("billing-v2 timeout: got %v, want %v", got, want)
 				}
 			},
 		},
