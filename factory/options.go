@@ -29,6 +29,8 @@ type Options struct {
 	Logger *slog.Logger
 	// OnReload is called after every reload attempt, applied or rejected,
 	// on the goroutine that ran it. A panic in it is recovered and logged.
+	// A reload whose inputs hash the same as the serving ones changes
+	// nothing and is not reported: it was no attempt to change anything.
 	OnReload func(ReloadEvent)
 
 	// Debounce is the watcher's quiet time before a reload; 0 means 100ms.
@@ -84,9 +86,9 @@ type Hooks struct {
 // ReloadEvent reports one reload attempt to Options.OnReload.
 type ReloadEvent struct {
 	// Generation is the generation serving after the attempt: the new one
-	// when applied, the old one when rejected or skipped.
+	// when applied, the old one when rejected.
 	Generation uint64
-	// Err is why the reload was rejected; nil when it was applied or skipped.
+	// Err is why the reload was rejected; nil when it was applied.
 	Err error
 	// Changed lists the clients whose pipeline was rebuilt, sorted.
 	Changed []string
