@@ -81,8 +81,8 @@ type RetryOptions struct {
 // call and end at once when the context is done; the call then returns the
 // context's error, wrapped.
 //
-// Each attempt is sent as a fresh clone of the caller's request
-// (req.Clone), which is never changed. A response that will be retried is
+// Each attempt is sent as a fresh clone of the caller's request (deep
+// where req.Clone is deep), which is never changed. A response that will be retried is
 // drained (up to 64 KiB) and closed before the wait. The last response is
 // returned intact: running out of attempts is not an error, and it emits
 // EventRetryExhausted when that last outcome was retryable. Request bodies
@@ -214,7 +214,7 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		if n > 1 { // the first attempt needs no mark: AttemptFrom reads 1 without one
 			actx = context.WithValue(ctx, attemptKey{}, n)
 		}
-		areq := req.Clone(actx)
+		areq := cloneRequest(actx, req)
 		areq.Body, areq.ContentLength = body, length
 		if rb.kind == replayBuffered {
 			areq.GetBody = rb.buf.getBody

@@ -63,7 +63,7 @@ func (e *TimeoutError) Timeout() bool { return true }
 // ev: no events).
 //
 // The layer keeps the RoundTripper contract: it hands the layer below a
-// shallow copy of the request with the new context (req.WithContext) and
+// shallow copy of the request with the new context (as req.WithContext) and
 // never changes the caller's request; the body is closed by the layer below.
 // It is safe for concurrent use.
 func Timeout(d time.Duration, ev *Events) Middleware {
@@ -113,7 +113,12 @@ func (t *deadlineRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.next.RoundTrip(req) // the caller's deadline comes first: nothing to add
 	}
 	ctx, cancel := context.WithDeadlineCause(parent, deadline, errDeadlineCause)
-	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	// The request copy and the body wrapper share one allocation.
+	c := new(deadlineState)
+	// WithContext is inlined and its copy does not escape: it is built on
+	// the stack and copied into c.
+	c.req = *req.WithContext(ctx)
+	resp, err := t.next.RoundTrip(&c.req)
 	if err != nil {
 		cancel()
 		if t.fired(ctx, parent) {
@@ -129,8 +134,16 @@ func (t *deadlineRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		cancel() // nothing left to read under the deadline
 		return resp, nil
 	}
-	resp.Body = &deadlineBody{rc: resp.Body, ctx: ctx, parent: parent, cancel: cancel, t: t, req: req, d: d}
+	c.body = deadlineBody{rc: resp.Body, ctx: ctx, parent: parent, cancel: cancel, t: t, req: req, d: d}
+	resp.Body = &c.body
 	return resp, nil
+}
+
+// deadlineState holds what one call through a deadlineRT needs on the heap:
+// the request copy with the new context, and the response body wrapper.
+type deadlineState struct {
+	req  http.Request
+	body deadlineBody
 }
 
 // fired reports whether ctx ended because of this layer's deadline rather
