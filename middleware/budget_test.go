@@ -234,3 +234,27 @@ func BenchmarkBudget(b *testing.B) {
 		}
 	})
 }
+
+// TestBudgetDepositsSurviveConcurrentResize guards the lock-free Deposit: a
+// deposit racing with an Update that re-slices the window is neither lost
+// nor counted twice.
+func TestBudgetDepositsSurviveConcurrentResize(t *testing.T) {
+	b := middleware.NewBudget(middleware.BudgetSettings{Ratio: 1, TTL: time.Minute})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 2000 {
+				b.Deposit()
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := range 200 {
+			b.Update(middleware.BudgetSettings{Ratio: 1, TTL: time.Duration(1+i%3) * time.Minute})
+		}
+	})
+	wg.Wait()
+	if got := b.Balance(); got != 16000 {
+		t.Fatalf("got balance %v, want 16000: a deposit was lost or counted twice", got)
+	}
+}
