@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"hash"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
+	"sync"
 )
 
 // Hash returns a stable digest (64 hex digits of SHA-256) of every effective
@@ -21,32 +22,112 @@ import (
 // Secret values only enter the digest, never the output. Hash is safe for
 // concurrent use.
 func (c ClientConfig) Hash() string {
-	h := sha256.New()
-	tree := toTree(c)
-	clientSchema.walkLeaves("", func(rel string, f *field) {
-		v := lookupTree(tree, rel)
-		var s string
-		switch x := v.(type) {
-		case time.Duration:
-			s = strconv.FormatInt(int64(x), 10)
-		case float64:
-			s = strconv.FormatFloat(x, 'g', -1, 64)
-		case map[string]any:
-			for _, k := range slices.Sorted(maps.Keys(x)) {
-				s += strconv.Quote(k) + ":" + strconv.Quote(x[k].(string)) + ","
+	var val [128]byte
+	w := leafHasher{buf: make([]byte, 0, 2048), val: val[:0]}
+	v := reflect.ValueOf(&c).Elem()
+	for _, l := range hashLeaves() {
+		w.buf = append(w.buf, l.head...)
+		w.leaf(l.f, v.FieldByIndex(l.index))
+	}
+	sum := sha256.Sum256(w.buf)
+	return hex.EncodeToString(sum[:])
+}
+
+// hashLeaf is one leaf of the client schema as Hash writes it.
+type hashLeaf struct {
+	head  string // the dotted path with its length: "13:retry.jitter"
+	index []int  // the struct field path of the leaf in ClientConfig
+	f     *field
+}
+
+// hashLeaves lists the client schema's leaves in walkLeaves order, once.
+var hashLeaves = sync.OnceValue(func() []hashLeaf {
+	var out []hashLeaf
+	var walk func(f *field, prefix string, index []int)
+	walk = func(f *field, prefix string, index []int) {
+		for _, name := range f.names {
+			c := f.children[name]
+			p, idx := joinPath(prefix, name), append(slices.Clone(index), c.index)
+			if c.kind == kindSection {
+				walk(c, p, idx)
+				continue
 			}
-		case string:
-			s = strconv.Quote(x)
-		case []string:
-			for _, e := range x {
-				s += strconv.Quote(e) + ","
-			}
-		default:
-			s = fmt.Sprint(x)
+			out = append(out, hashLeaf{head: strconv.Itoa(len(p)) + ":" + p, index: idx, f: c})
 		}
-		writeHashField(h, rel, s)
-	})
-	return hex.EncodeToString(h.Sum(nil))
+	}
+	walk(clientSchema, "", nil)
+	return out
+})
+
+// leafHasher writes the leaves of a client into buf, each as its path and
+// its value, each with its length (as writeHashField does), then a
+// newline, so that SHA-256 runs once over the whole. It reads the struct
+// directly and reuses its buffers: hashing a client costs a handful of
+// allocations rather than several per key.
+type leafHasher struct {
+	buf []byte      // everything written so far
+	val []byte      // the current leaf's value
+	kv  [][2]string // the current map's pairs
+}
+
+// leaf writes one leaf. Values are spelled as they always were (so digests
+// stay as they were): numbers in decimal (durations in ns), floats in the
+// shortest 'g' form, bools as true/false, strings quoted, string lists as
+// quoted items each followed by a comma, int lists as [1 2 3], and maps as
+// "key":"value", pairs in key order. A nil and an empty map or list are
+// alike.
+func (w *leafHasher) leaf(f *field, v reflect.Value) {
+	val := w.val[:0]
+	switch f.kind {
+	case kindDuration, kindInt:
+		val = strconv.AppendInt(val, v.Int(), 10)
+	case kindFloat:
+		val = strconv.AppendFloat(val, v.Float(), 'g', -1, 64)
+	case kindBool:
+		val = strconv.AppendBool(val, v.Bool())
+	case kindString:
+		val = strconv.AppendQuote(val, v.String())
+	case kindIntList:
+		val = append(val, '[')
+		for i := range v.Len() {
+			if i > 0 {
+				val = append(val, ' ')
+			}
+			val = strconv.AppendInt(val, v.Index(i).Int(), 10)
+		}
+		val = append(val, ']')
+	case kindStringList:
+		for i := range v.Len() {
+			val = strconv.AppendQuote(val, v.Index(i).String())
+			val = append(val, ',')
+		}
+	case kindStringMap:
+		kv := w.kv[:0]
+		if m, ok := v.Interface().(map[string]string); ok {
+			for k, e := range m {
+				kv = append(kv, [2]string{k, e})
+			}
+		} else {
+			for iter := v.MapRange(); iter.Next(); {
+				kv = append(kv, [2]string{iter.Key().String(), iter.Value().String()})
+			}
+		}
+		slices.SortFunc(kv, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+		for _, p := range kv {
+			val = strconv.AppendQuote(val, p[0])
+			val = append(val, ':')
+			val = strconv.AppendQuote(val, p[1])
+			val = append(val, ',')
+		}
+		clear(kv)
+		w.kv = kv[:0]
+	default:
+		panic(fmt.Sprintf("config: no hash for schema kind %d", f.kind))
+	}
+	w.val = val
+	b := strconv.AppendInt(w.buf, int64(len(val)), 10)
+	b = append(append(b, ':'), val...)
+	w.buf = append(b, '\n')
 }
 
 // lookupTree returns the value at the dotted path rel of a toTree tree.
@@ -89,4 +170,35 @@ func referencedFiles(file string, cfg Config) []string {
 		add(p)
 	}
 	return out
+}
+
+// Equal reports whether c and o hold the same settings, at a fraction of
+// Hash's cost: when it reports true, Hash reports the same digest for both,
+// except that Equal compares floats as numbers (-0 equals 0; NaN equals
+// nothing), where Hash tells -0 from 0. As in Hash, a nil and an empty map
+// or list are alike. It is safe for concurrent use.
+func (c ClientConfig) Equal(o ClientConfig) bool {
+	cr, or := c.Retry, o.Retry
+	// Each block but retry compares with == (a block that gains a map or a
+	// slice no longer compiles here); TestClientConfigEqualSeesEveryKey
+	// fails for a key this function forgets.
+	return c.Timeout == o.Timeout &&
+		maps.Equal(c.Headers, o.Headers) &&
+		c.Transport == o.Transport &&
+		c.TLS == o.TLS &&
+		cr.MaxRetries == or.MaxRetries &&
+		cr.InitialBackoff == or.InitialBackoff &&
+		cr.MaxBackoff == or.MaxBackoff &&
+		cr.Jitter == or.Jitter &&
+		slices.Equal(cr.RetryableStatus, or.RetryableStatus) &&
+		slices.Equal(cr.RetryableMethods, or.RetryableMethods) &&
+		cr.RetryAllMethods == or.RetryAllMethods &&
+		cr.AttemptTimeout == or.AttemptTimeout &&
+		cr.MaxBufferedBody == or.MaxBufferedBody &&
+		cr.Budget == or.Budget &&
+		c.CircuitBreaker == o.CircuitBreaker &&
+		c.Bulkhead == o.Bulkhead &&
+		c.RateLimit == o.RateLimit &&
+		c.Auth == o.Auth &&
+		c.Logging == o.Logging
 }

@@ -96,9 +96,13 @@ func (r *Registry) apply(cfg config.Config) (changed []string, err error) {
 	g := &generation{num: old.num + 1, cfg: cfg}
 
 	names := slices.Clone(r.names)
+	known := make(map[string]bool, len(r.names)) // a set: Contains would make Apply quadratic
+	for _, name := range r.names {
+		known[name] = true
+	}
 	var added []string
 	for name := range cfg.Clients {
-		if !slices.Contains(r.names, name) {
+		if !known[name] {
 			added = append(added, name)
 		}
 	}
@@ -133,12 +137,21 @@ func (r *Registry) apply(cfg config.Config) (changed []string, err error) {
 			prev = old.pipes[i]
 		}
 		// Identity: the effective config and the content of the files it
-		// names. A rotated token or certificate rebuilds the client.
-		if prev != nil && prev.defined == defined && prev.hash == want.Hash() && prev.material == mats[i].digest {
+		// names. A rotated token or certificate rebuilds the client. An
+		// equal config is unchanged without hashing; any other is hashed
+		// once, here, and build keeps that hash. A pipeline that failed to
+		// build has no hash and is never kept.
+		same := prev != nil && prev.hash != "" && prev.defined == defined && prev.material == mats[i].digest
+		if same && prev.cfg.Equal(want) {
 			g.pipes[i] = prev
 			continue
 		}
-		p, err := r.build(name, want, mats[i], defined, g.num, prev)
+		hash := want.Hash()
+		if same && prev.hash == hash {
+			g.pipes[i] = prev
+			continue
+		}
+		p, err := r.build(name, want, hash, mats[i], defined, g.num, prev)
 		if err != nil {
 			return nil, err
 		}

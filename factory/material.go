@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/switchboard-http/switchboard/config"
@@ -115,9 +116,16 @@ func resolve(prefix string, c config.ClientConfig, withTLS bool, fc fileCache) (
 // writeParts writes each part with its length, so that no two different
 // sequences of parts write the same bytes.
 func writeParts(h hash.Hash, parts ...string) {
+	n := 0
 	for _, p := range parts {
-		fmt.Fprintf(h, "%d:%s", len(p), p)
+		n += 21 + len(p) // 20 digits at most, ':', the part
 	}
+	b := make([]byte, 0, n)
+	for _, p := range parts {
+		b = strconv.AppendInt(b, int64(len(p)), 10)
+		b = append(append(b, ':'), p...)
+	}
+	h.Write(b) // one write of "%d:%s" per part, without fmt
 }
 
 // tlsVersions maps the tls.min_version values to crypto/tls constants.

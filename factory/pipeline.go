@@ -33,18 +33,18 @@ type pipeline struct {
 	limiter  *middleware.RateLimit
 }
 
-// build makes the pipeline of client name from c and its resolved material
-// m, reusing from old (the pipeline it replaces, or nil) whatever did not
-// change: the base transport and its warm connections when the transport
-// and tls blocks and the TLS files' contents are equal, and the stateful
-// components, retuned in place.
-func (r *Registry) build(name string, c config.ClientConfig, m material, defined bool, gen uint64, old *pipeline) (p *pipeline, err error) {
+// build makes the pipeline of client name from c (whose Hash is hash) and
+// its resolved material m, reusing from old (the pipeline it replaces, or
+// nil) whatever did not change: the base transport and its warm
+// connections when the transport and tls blocks and the TLS files' contents
+// are equal, and the stateful components, retuned in place.
+func (r *Registry) build(name string, c config.ClientConfig, hash string, m material, defined bool, gen uint64, old *pipeline) (p *pipeline, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p, err = nil, fmt.Errorf("client %q: building pipeline panicked: %v", name, v)
 		}
 	}()
-	p = &pipeline{name: name, cfg: c, hash: c.Hash(), defined: defined, gen: gen, material: m.digest, tlsDigest: m.tlsDigest}
+	p = &pipeline{name: name, cfg: c, hash: hash, defined: defined, gen: gen, material: m.digest, tlsDigest: m.tlsDigest}
 
 	var bottom http.RoundTripper
 	if r.opts.Base != nil {
