@@ -92,7 +92,7 @@ func (r *Registry) build(name string, c config.ClientConfig, hash string, m mate
 	}
 	layers = append(layers,
 		middleware.Retry(c.Retry, middleware.RetryOptions{ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev}),
-		middleware.AttemptTimeout(c.Retry.AttemptTimeout),
+		middleware.AttemptTimeout(c.Retry.AttemptTimeout, ev),
 	)
 	layers = append(layers, all.Attempt...)
 	layers = append(layers, own.Attempt...)

@@ -123,7 +123,7 @@ func TestDeadlineAllocs(t *testing.T) {
 		rt   http.RoundTripper
 	}{
 		{"Timeout", Timeout(time.Minute, nil)(next)},
-		{"AttemptTimeout", AttemptTimeout(time.Minute)(next)},
+		{"AttemptTimeout", AttemptTimeout(time.Minute, nil)(next)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			n := testing.AllocsPerRun(100, func() {

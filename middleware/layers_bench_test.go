@@ -53,7 +53,7 @@ func BenchmarkLogging(b *testing.B) {
 
 // BenchmarkAttemptTimeout measures the per-attempt deadline layer alone.
 func BenchmarkAttemptTimeout(b *testing.B) {
-	benchRT(b, middleware.AttemptTimeout(10*time.Second)(prebuilt()))
+	benchRT(b, middleware.AttemptTimeout(10*time.Second, nil)(prebuilt()))
 }
 
 // BenchmarkChain measures whole pipelines built as the factory builds them,
@@ -75,7 +75,7 @@ func BenchmarkChain(b *testing.B) {
 			middleware.NewBreaker(breaker, middleware.BreakerOptions{Events: ev}).Middleware(),
 			middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1 << 20}, ev).Middleware(),
 			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget), Events: ev}),
-			middleware.AttemptTimeout(0),
+			middleware.AttemptTimeout(0, nil),
 			middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e9, Burst: 1 << 20}, ev).Middleware(),
 			middleware.Headers(nil),
 			middleware.Logging(middleware.LogDebug, ev),
@@ -86,7 +86,7 @@ func BenchmarkChain(b *testing.B) {
 		chain := middleware.Chain(
 			middleware.Timeout(30*time.Second, ev),
 			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget), Events: ev}),
-			middleware.AttemptTimeout(0),
+			middleware.AttemptTimeout(0, nil),
 			middleware.Headers(nil),
 			middleware.Logging(middleware.LogDebug, ev),
 		)

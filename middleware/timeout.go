@@ -79,11 +79,13 @@ func Timeout(d time.Duration, ev *Events) Middleware {
 // touched. A d of zero (or less) means no per-attempt deadline.
 //
 // Overrides.AttemptTimeout in the request context replaces d for that
-// request. Everything else is as for Timeout, except that it emits no
-// events. It is safe for concurrent use.
-func AttemptTimeout(d time.Duration) Middleware {
+// request. Everything else is as for Timeout: when the attempt's deadline
+// fires, it emits EventTimeoutExceeded to ev (nil: no events) with the
+// attempt's number and Reason "attempt_timeout", so that ops see attempts
+// cut off even when a retry then succeeds. It is safe for concurrent use.
+func AttemptTimeout(d time.Duration, ev *Events) Middleware {
 	return func(next http.RoundTripper) http.RoundTripper {
-		return &deadlineRT{next: next, d: d, kind: deadlineAttempt}
+		return &deadlineRT{next: next, d: d, kind: deadlineAttempt, ev: ev}
 	}
 }
 
@@ -156,14 +158,19 @@ func (t *deadlineRT) fired(ctx, parent context.Context) bool {
 func (t *deadlineRT) exceeded(ctx context.Context, req *http.Request, d time.Duration, err error) error {
 	te := &TimeoutError{Limit: d, PerAttempt: t.kind == deadlineAttempt, Err: err}
 	if t.ev.on(ctx, slog.LevelWarn) {
-		t.ev.Emit(req.Context(), slog.LevelWarn, Event{
+		e := Event{
 			Name:   EventTimeoutExceeded,
 			Method: req.Method,
 			URL:    RedactURL(req.URL),
 			Host:   hostOf(req),
 			Delay:  d,
 			Err:    redactError(err, req.URL),
-		})
+			Reason: "timeout",
+		}
+		if t.kind == deadlineAttempt {
+			e.Attempt, e.Reason = AttemptFrom(req.Context()), "attempt_timeout"
+		}
+		t.ev.Emit(req.Context(), slog.LevelWarn, e)
 	}
 	return te
 }

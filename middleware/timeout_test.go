@@ -224,7 +224,7 @@ func TestAttemptTimeoutWithRetry(t *testing.T) {
 				rt := fakert.New(fakert.Step{Delay: time.Hour}, fakert.Step{Body: "ok"})
 				pipeline := middleware.Chain(
 					middleware.Retry(fixedSettings(), middleware.RetryOptions{}),
-					middleware.AttemptTimeout(tt.d),
+					middleware.AttemptTimeout(tt.d, nil),
 				)(rt)
 				start := time.Now()
 				resp, err := pipeline.RoundTrip(newReq(t, ctx, "GET", ""))
@@ -243,12 +243,40 @@ func TestAttemptTimeoutWithRetry(t *testing.T) {
 	t.Run("error is a per-attempt TimeoutError", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			rt := fakert.New(fakert.Step{Delay: time.Hour})
-			_, err := middleware.AttemptTimeout(time.Second)(rt).RoundTrip(newReq(t, context.Background(), "GET", ""))
+			_, err := middleware.AttemptTimeout(time.Second, nil)(rt).RoundTrip(newReq(t, context.Background(), "GET", ""))
 			var te *middleware.TimeoutError
 			if !errors.As(err, &te) || !te.PerAttempt || !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("got %v, want a per-attempt *TimeoutError", err)
 			}
 		})
+	})
+}
+
+// An attempt cut off by attempt_timeout is reported even when the retry
+// that follows succeeds: ops must see slow attempts, not only failed calls.
+func TestAttemptTimeoutEmitsEventWithAttemptNumber(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ev, rec := newEvents()
+		rt := fakert.New(fakert.Step{Delay: time.Hour}, fakert.Step{Delay: time.Hour}, fakert.Step{Body: "ok"})
+		pipeline := middleware.Chain(
+			middleware.Retry(fixedSettings(), middleware.RetryOptions{}),
+			middleware.AttemptTimeout(2*time.Second, ev),
+		)(rt)
+		resp, err := pipeline.RoundTrip(newReq(t, context.Background(), "GET", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		got := rec.named(middleware.EventTimeoutExceeded)
+		if len(got) != 2 {
+			t.Fatalf("got %d timeout.exceeded events, want 2 (attempts 1 and 2)", len(got))
+		}
+		for i, e := range got {
+			if e.Attempt != i+1 || e.Reason != "attempt_timeout" || e.Delay != 2*time.Second || e.Client != "billing" {
+				t.Errorf("event %d: got attempt %d, reason %q, delay %v, client %q; want %d, attempt_timeout, 2s, billing",
+					i, e.Attempt, e.Reason, e.Delay, e.Client, i+1)
+			}
+		}
 	})
 }
 
