@@ -112,6 +112,17 @@ func jsonErrors(err error) []jsonError {
 	return out
 }
 
+// reportLoadError writes a load error as validate does, as JSON with
+// --json and for people otherwise, and returns the exit code for it.
+func (lf *layerFlags) reportLoadError(stdout io.Writer, file string, err error) int {
+	if lf.json {
+		writeJSON(stdout, validateResult{File: file, Clients: []string{}, Errors: jsonErrors(err)})
+	} else {
+		printLoadError(stdout, file, err)
+	}
+	return exitInvalid
+}
+
 // printLoadError writes a load error for people: a header naming file and
 // the number of errors, then one line per error.
 func printLoadError(w io.Writer, file string, err error) {

@@ -39,12 +39,7 @@ func runValidate(args, env []string, stdout, stderr io.Writer) int {
 	file := pos[0]
 	cfg, err := lf.load(file, env)
 	if err != nil {
-		if lf.json {
-			writeJSON(stdout, validateResult{File: file, Clients: []string{}, Errors: jsonErrors(err)})
-		} else {
-			printLoadError(stdout, file, err)
-		}
-		return exitInvalid
+		return lf.reportLoadError(stdout, file, err)
 	}
 	names := sortedNames(cfg)
 	warnings := warningsOf(cfg)
