@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -228,4 +230,43 @@ func wantLines(t *testing.T, path string) []string {
 		t.Fatalf("%s: got no leading # want: line, want one or more", path)
 	}
 	return wants
+}
+
+// --env lets a reviewer check an env override without setting it for real:
+// it implies the SWITCHBOARD_ prefix, wins over the real environment, and a
+// malformed one is an error that does not echo its text.
+func TestEnvFlag(t *testing.T) {
+	file := filepath.Join("..", "..", "testdata", "valid", "clients.yaml")
+	tests := []struct {
+		name string
+		real []string
+		args []string
+		code int
+		want string
+	}{
+		{"bad value rejected", nil, []string{"validate", file, "--env", "SWITCHBOARD_CLIENTS__BILLING__RETRY__MAX_RETRIES=-1"}, exitInvalid,
+			"clients.billing.retry.max_retries: must be >= 0, got -1"},
+		{"wins over the real env", []string{"SWITCHBOARD_CLIENTS__BILLING__RETRY__MAX_RETRIES=2"},
+			[]string{"explain", file, "billing", "--env", "SWITCHBOARD_CLIENTS__BILLING__RETRY__MAX_RETRIES=7"}, exitOK,
+			"env SWITCHBOARD_CLIENTS__BILLING__RETRY__MAX_RETRIES"},
+		{"malformed", nil, []string{"validate", file, "--env", "s3cr3t-no-equals"}, exitInvalid, "want NAME=VALUE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(tt.args, tt.real, &out, &errOut)
+			got := out.String() + errOut.String()
+			if code != tt.code || !strings.Contains(got, tt.want) {
+				t.Fatalf("exit %d, output:\n%s\nwant exit %d and %q", code, got, tt.code, tt.want)
+			}
+			if strings.Contains(got, "s3cr3t") {
+				t.Fatalf("output echoes the malformed --env text:\n%s", got)
+			}
+		})
+	}
+	var out bytes.Buffer
+	run([]string{"explain", file, "billing", "--env", "SWITCHBOARD_CLIENTS__BILLING__RETRY__MAX_RETRIES=7"}, []string{"SWITCHBOARD_CLIENTS__BILLING__RETRY__MAX_RETRIES=2"}, &out, io.Discard)
+	if !regexp.MustCompile(`retry\.max_retries\s+7\s`).MatchString(out.String()) {
+		t.Fatalf("explain: want max_retries 7 from --env, got:\n%s", out.String())
+	}
 }

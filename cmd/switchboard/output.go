@@ -19,8 +19,12 @@ import (
 type layerFlags struct {
 	fs        *pflag.FlagSet
 	envPrefix string
+	env       []string // --env NAME=VALUE, on top of the real environment
 	json      bool
 }
+
+// defaultEnvPrefix is the env prefix --env implies when --env-prefix is not given.
+const defaultEnvPrefix = "SWITCHBOARD_"
 
 // newFlags returns the flag set of a command that loads files: --env-prefix,
 // --set (config.RegisterFlags, read exactly as the service reads it) and
@@ -30,6 +34,7 @@ func newFlags(name, synopsis, about string, stderr io.Writer) *layerFlags {
 	lf.fs.SetOutput(stderr)
 	lf.fs.SortFlags = false
 	lf.fs.StringVar(&lf.envPrefix, "env-prefix", "", `add the env layer: read the variables starting with this prefix, e.g. SWITCHBOARD_ (as the service's Options.EnvPrefix)`)
+	lf.fs.StringArrayVar(&lf.env, "env", nil, `add a variable to the env layer as if the service's environment had it, as NAME=VALUE (repeatable; implies --env-prefix `+defaultEnvPrefix+` unless given), e.g. --env SWITCHBOARD_CLIENTS__BILLING__TIMEOUT=2s`)
 	config.RegisterFlags(lf.fs)
 	lf.fs.BoolVar(&lf.json, "json", false, "print JSON for machines instead of text")
 	lf.fs.Usage = usageFunc(lf.fs, synopsis, about)
@@ -78,10 +83,24 @@ func parse(fs *pflag.FlagSet, args []string, minArgs, maxArgs int, stdout, stder
 }
 
 // load reads file with the layers the flags ask for, as the service would.
+// Variables given with --env come after the real ones, so they win.
 func (lf *layerFlags) load(file string, env []string) (config.Config, error) {
+	prefix := lf.envPrefix
+	if len(lf.env) > 0 {
+		for _, kv := range lf.env {
+			if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+				// The text is not shown: it may hold a secret.
+				return config.Config{}, errors.New(`--env: want NAME=VALUE, got no "=" or no name`)
+			}
+		}
+		if prefix == "" {
+			prefix = defaultEnvPrefix
+		}
+		env = append(slices.Clip(env), lf.env...)
+	}
 	return config.Loader{
 		File:      file,
-		EnvPrefix: lf.envPrefix,
+		EnvPrefix: prefix,
 		Flags:     lf.fs,
 		Environ:   func() []string { return env },
 	}.Load()
