@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-http/switchboard/factory"
+	"github.com/switchboard-http/switchboard/internal/logcapture"
 )
 
 // authServer records the Authorization header of every request.
@@ -46,7 +47,7 @@ func TestRedirectToOtherHostCarriesTokenOnFirstHopOnly(t *testing.T) {
 	pinned := newAuthServer(t, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, other.URL+"/landing", http.StatusFound)
 	})
-	logger, logs := newLogCapture()
+	logger, logs := logcapture.New()
 	r, _ := openFile(t, "clients:\n  billing:\n    auth: {host: \""+hostOf(pinned.Server)+"\", bearer_token: tok-secret}\n",
 		factory.Options{NoWatch: true, Logger: logger})
 	for range 2 {
@@ -59,7 +60,7 @@ func TestRedirectToOtherHostCarriesTokenOnFirstHopOnly(t *testing.T) {
 		t.Fatalf("redirect target got %q, want no credential", got)
 	}
 	var warns []map[string]any
-	for _, rec := range logs.records(t, "") {
+	for _, rec := range logs.Records(t, "") {
 		if rec["level"] == "WARN" {
 			warns = append(warns, rec)
 		}

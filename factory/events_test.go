@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/factory"
+	"github.com/switchboard-http/switchboard/internal/logcapture"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -87,7 +88,7 @@ func TestEveryEventReachesObserverAndLog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		events := &eventLog{}
-		logger, logs := newLogCapture()
+		logger, logs := logcapture.New()
 		r, err := factory.New(eventsConfig(), factory.Options{Base: scriptedBase(release), Observer: events, Logger: logger})
 		if err != nil {
 			t.Fatal(err)
@@ -132,7 +133,7 @@ func TestEveryEventReachesObserverAndLog(t *testing.T) {
 
 		got := events.names()
 		logged := map[string]bool{}
-		for _, rec := range logs.records(t, "") {
+		for _, rec := range logs.Records(t, "") {
 			if name, ok := rec["event"].(string); ok {
 				logged[name] = true
 			}

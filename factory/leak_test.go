@@ -19,6 +19,7 @@ import (
 
 	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/factory"
+	"github.com/switchboard-http/switchboard/internal/logcapture"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -91,7 +92,7 @@ func TestSecretsNeverLeakThroughAnyOutput(t *testing.T) {
 		})
 	}}}}
 	events := &eventLog{}
-	logger, logs := newLogCapture()
+	logger, logs := logcapture.New()
 	r, err := factory.New(cfg, factory.Options{Observer: events, Logger: logger, ClientHooks: hooks})
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +171,7 @@ func TestSecretsNeverLeakThroughAnyOutput(t *testing.T) {
 			t.Errorf("no %s event: the test did not drive that path", name)
 		}
 	}
-	if n := len(logs.records(t, "http attempt")); n < 5 {
+	if n := len(logs.Records(t, "http attempt")); n < 5 {
 		t.Errorf("got %d per-attempt log records, want at least 5", n)
 	}
 	for name, out := range outputs {

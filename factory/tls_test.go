@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-http/switchboard/factory"
+	"github.com/switchboard-http/switchboard/internal/logcapture"
 )
 
 // writeBytes writes content to name in dir and returns its path.
@@ -130,13 +131,13 @@ func TestCARotatedOnDiskIsUsedByNextConnection(t *testing.T) {
 }
 
 func TestInsecureSkipVerifyIsLoggedAtEveryLoad(t *testing.T) {
-	logger, logs := newLogCapture()
+	logger, logs := logcapture.New()
 	r, path := openFile(t, "clients:\n  legacy:\n    tls: {insecure_skip_verify: true}\n  billing: {}\n",
 		factory.Options{NoWatch: true, Logger: logger})
 	const msg = "tls.insecure_skip_verify is on: the server's certificate is not verified"
 	count := func() int {
 		n := 0
-		for _, rec := range logs.records(t, msg) {
+		for _, rec := range logs.Records(t, msg) {
 			if rec["level"] != "WARN" || rec["client"] != "legacy" {
 				t.Fatalf("got %v, want a WARN naming client legacy", rec)
 			}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-http/switchboard/internal/fakert"
+	"github.com/switchboard-http/switchboard/internal/logcapture"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -81,7 +82,7 @@ func TestAuthWithoutCredentialIsNoLayer(t *testing.T) {
 }
 
 func TestAuthWarnsOncePerOtherHostBounded(t *testing.T) {
-	logger, logs := newLogCapture()
+	logger, logs := logcapture.New()
 	ev := &middleware.Events{Client: "billing", Logger: logger}
 	auth := middleware.Auth("api.test", middleware.Credential{Bearer: "tok-secret"}, ev)(fakert.New())
 	send := func(host string) {
@@ -98,7 +99,7 @@ func TestAuthWarnsOncePerOtherHostBounded(t *testing.T) {
 	}
 	wg.Wait()
 	send("api.test")
-	recs := logs.records(t, "")
+	recs := logs.Records(t, "")
 	if len(recs) != 1 {
 		t.Fatalf("got %d records for one other host, want 1:\n%s", len(recs), logs)
 	}
@@ -110,7 +111,7 @@ func TestAuthWarnsOncePerOtherHostBounded(t *testing.T) {
 	for i := range 2 * middleware.MaxAuthWarnedHosts {
 		send("h" + strconv.Itoa(i) + ".test")
 	}
-	if n := len(logs.records(t, "")); n > middleware.MaxAuthWarnedHosts+1 {
+	if n := len(logs.Records(t, "")); n > middleware.MaxAuthWarnedHosts+1 {
 		t.Fatalf("got %d WARNs for %d hosts, want at most %d", n, 2*middleware.MaxAuthWarnedHosts, middleware.MaxAuthWarnedHosts+1)
 	}
 	if strings.Contains(logs.String(), "tok-secret") {
@@ -136,7 +137,7 @@ func TestAuthRedirectToOtherHostGetsNoCredential(t *testing.T) {
 	}))
 	t.Cleanup(pinned.Close)
 
-	logger, logs := newLogCapture()
+	logger, logs := logcapture.New()
 	pinnedHost := strings.TrimPrefix(pinned.URL, "http://")
 	otherHost := strings.TrimPrefix(other.URL, "http://")
 	base := http.DefaultTransport.(*http.Transport).Clone()
@@ -158,7 +159,7 @@ func TestAuthRedirectToOtherHostGetsNoCredential(t *testing.T) {
 	if got := seen["other"]; len(got) != 2 || got[0] != "" || got[1] != "" {
 		t.Fatalf("redirect target got Authorization %q, want none", got)
 	}
-	warns := logs.records(t, "")
+	warns := logs.Records(t, "")
 	if len(warns) != 1 || warns[0]["level"] != "WARN" || warns[0]["auth_host"] != pinnedHost || warns[0]["host"] != otherHost {
 		t.Fatalf("got records %v, want one WARN naming %s and %s", warns, pinnedHost, otherHost)
 	}

@@ -10,11 +10,12 @@ import (
 	"testing"
 
 	"github.com/switchboard-http/switchboard/internal/fakert"
+	"github.com/switchboard-http/switchboard/internal/logcapture"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
 func TestLoggingOneRecordPerAttempt(t *testing.T) {
-	logger, logs := newLogCapture()
+	logger, logs := logcapture.New()
 	ev := &middleware.Events{Client: "billing", Logger: logger}
 	s := fixedSettings()
 	s.InitialBackoff, s.MaxBackoff = 0, 0
@@ -36,7 +37,7 @@ func TestLoggingOneRecordPerAttempt(t *testing.T) {
 	}
 	readAll(t, resp)
 
-	recs := logs.records(t, "http attempt")
+	recs := logs.Records(t, "http attempt")
 	if len(recs) != 3 {
 		t.Fatalf("got %d records, want 3 (one per attempt):\n%s", len(recs), logs)
 	}
@@ -75,14 +76,14 @@ func TestLoggingLevels(t *testing.T) {
 	if middleware.Logging(middleware.LogDebug, nil) != nil {
 		t.Error("nil events: got a layer, want nil")
 	}
-	logger, logs := newLogCapture()
+	logger, logs := logcapture.New()
 	rt := middleware.Logging("", &middleware.Events{Logger: logger})(fakert.New())
 	resp, err := rt.RoundTrip(newReq(t, context.Background(), http.MethodGet, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if recs := logs.records(t, "http attempt"); len(recs) != 1 || recs[0]["level"] != "DEBUG" {
+	if recs := logs.Records(t, "http attempt"); len(recs) != 1 || recs[0]["level"] != "DEBUG" {
 		t.Fatalf("level \"\": got %v, want one DEBUG record", recs)
 	}
 }
