@@ -28,7 +28,11 @@ type base struct {
 func (b *base) RoundTrip(req *http.Request) (*http.Response, error) {
 	b.inflight.Add(1)
 	resp, err := b.rt.RoundTrip(req)
-	if err != nil || resp == nil || resp.Body == nil || resp.Body == http.NoBody {
+	// A 101 Switching Protocols response owns its connection, which has left
+	// the transport's pool, and its body must stay an io.Writer: nothing to
+	// track.
+	if err != nil || resp == nil || resp.Body == nil || resp.Body == http.NoBody ||
+		resp.StatusCode == http.StatusSwitchingProtocols {
 		b.done()
 		return resp, err
 	}

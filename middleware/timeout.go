@@ -138,8 +138,24 @@ func (t *deadlineRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	c.body = deadlineBody{rc: resp.Body, ctx: ctx, parent: parent, cancel: cancel, t: t, req: req, d: d}
 	resp.Body = &c.body
+	if w, ok := c.body.rc.(io.Writer); ok {
+		// A 101 Switching Protocols body is also the connection's writer,
+		// which callers find by type assertion: keep it visible.
+		resp.Body = &deadlineRWBody{&c.body, w}
+	}
 	return resp, nil
 }
+
+// deadlineRWBody is a deadlineBody that keeps the io.Writer of a writable
+// body (101 Switching Protocols). The deadline still covers the upgraded
+// connection until it is closed; give such calls Overrides.Timeout to change
+// that.
+type deadlineRWBody struct {
+	*deadlineBody
+	w io.Writer
+}
+
+func (b *deadlineRWBody) Write(p []byte) (int, error) { return b.w.Write(p) }
 
 // deadlineState holds what one call through a deadlineRT needs on the heap:
 // the request copy with the new context, and the response body wrapper.
