@@ -39,7 +39,8 @@ func BenchmarkGet(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				if r.Get("billing") == nil {
-					b.Fatal("nil client")
+					b.Error("nil client")
+					return
 				}
 			}
 		})
@@ -59,34 +60,39 @@ func TestGetAllocatesNothing(t *testing.T) {
 	}
 }
 
-// BenchmarkRequest compares a GET through the built-in default pipeline
-// (retry, budget, 30s timeout) with the same in-memory transport bare.
-func BenchmarkRequest(b *testing.B) {
+// benchClient runs a GET through c serially and in parallel. Failures in
+// the parallel goroutines use b.Error: b.Fatal may only be called from the
+// benchmark's own goroutine.
+func benchClient(b *testing.B, c *http.Client) {
 	req, _ := http.NewRequest(http.MethodGet, "http://billing.internal/v1/invoices", nil)
-	run := func(b *testing.B, c *http.Client) {
-		b.Run("serial", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			resp, err := c.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
 				resp, err := c.Do(req)
 				if err != nil {
-					b.Fatal(err)
+					b.Error(err)
+					return
 				}
 				resp.Body.Close()
 			}
 		})
-		b.Run("parallel", func(b *testing.B) {
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					resp, err := c.Do(req)
-					if err != nil {
-						b.Fatal(err)
-					}
-					resp.Body.Close()
-				}
-			})
-		})
-	}
-	b.Run("bare", func(b *testing.B) { run(b, &http.Client{Transport: okTransport}) })
-	b.Run("defaults", func(b *testing.B) { run(b, benchRegistry(b).Get("billing")) })
+	})
+}
+
+// BenchmarkRequest compares a GET through the built-in default pipeline
+// (retry, budget, 30s timeout) with the same in-memory transport bare.
+func BenchmarkRequest(b *testing.B) {
+	b.Run("bare", func(b *testing.B) { benchClient(b, &http.Client{Transport: okTransport}) })
+	b.Run("defaults", func(b *testing.B) { benchClient(b, benchRegistry(b).Get("billing")) })
 }

@@ -2,7 +2,6 @@ package factory_test
 
 import (
 	"fmt"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -156,31 +155,7 @@ func BenchmarkRequestAllLayers(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { r.Close() })
-	c := r.Get("billing")
-	req, _ := http.NewRequest(http.MethodGet, "http://billing.internal/v1/invoices", nil)
-	b.Run("serial", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			resp, err := c.Do(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			resp.Body.Close()
-		}
-	})
-	b.Run("parallel", func(b *testing.B) {
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				resp, err := c.Do(req)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				resp.Body.Close()
-			}
-		})
-	})
+	benchClient(b, r.Get("billing"))
 }
 
 // BenchmarkApply measures configuration changes of 100 and 1,000 clients:

@@ -592,44 +592,13 @@ func (limBenchRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: http.StatusOK, Body: limBenchBody{}, Request: req}, nil
 }
 
-// limBench runs rt serially and in parallel on one request.
-func limBench(b *testing.B, rt http.RoundTripper) {
-	req, err := http.NewRequest(http.MethodGet, "http://api.test/v1/items", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Run("serial", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			resp, err := rt.RoundTrip(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			resp.Body.Close()
-		}
-	})
-	b.Run("parallel", func(b *testing.B) {
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				resp, err := rt.RoundTrip(req)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				resp.Body.Close()
-			}
-		})
-	})
-}
-
 func BenchmarkBulkhead(b *testing.B) {
-	b.Run("baseline", func(b *testing.B) { limBench(b, limBenchRT{}) })
+	b.Run("baseline", func(b *testing.B) { benchRT(b, limBenchRT{}) })
 	b.Run("unlimited", func(b *testing.B) {
-		limBench(b, middleware.NewBulkhead(middleware.BulkheadSettings{}, nil).Middleware()(limBenchRT{}))
+		benchRT(b, middleware.NewBulkhead(middleware.BulkheadSettings{}, nil).Middleware()(limBenchRT{}))
 	})
 	b.Run("with_room", func(b *testing.B) {
 		bh := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1 << 20}, nil)
-		limBench(b, bh.Middleware()(limBenchRT{}))
+		benchRT(b, bh.Middleware()(limBenchRT{}))
 	})
 }

@@ -321,10 +321,10 @@ func TestRateLimitEmitsWaited(t *testing.T) {
 
 func BenchmarkRateLimit(b *testing.B) {
 	b.Run("unlimited", func(b *testing.B) {
-		limBench(b, middleware.NewRateLimit(middleware.RateLimitSettings{}, nil).Middleware()(limBenchRT{}))
+		benchRT(b, middleware.NewRateLimit(middleware.RateLimitSettings{}, nil).Middleware()(limBenchRT{}))
 	})
 	b.Run("high_rate", func(b *testing.B) {
 		l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e12, Burst: 1 << 20}, nil)
-		limBench(b, l.Middleware()(limBenchRT{}))
+		benchRT(b, l.Middleware()(limBenchRT{}))
 	})
 }
