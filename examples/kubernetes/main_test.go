@@ -1,28 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/switchboard-http/switchboard/internal/exampletest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestKubernetesRuns(t *testing.T) {
-	var out bytes.Buffer
-	done := make(chan error, 1)
-	go func() { done <- run(&out) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run: %v\n%s", err, out.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("run: did not finish within 60s")
-	}
+	out := exampletest.Run(t, 60*time.Second, run)
 	for _, want := range []string{
 		"GET /v1/invoices/42: 503 Service Unavailable after 3 attempts",
 		"GET /v1/invoices/42: 200 OK after 4 attempts",
@@ -32,8 +23,8 @@ func TestKubernetesRuns(t *testing.T) {
 		"reloaded: generation 2, changed [billing]",
 		"status: generation 2, client billing: timeout 3s (env), retry.max_retries 4",
 	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 }

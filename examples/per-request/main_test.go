@@ -1,27 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/switchboard-http/switchboard/internal/exampletest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestPerRequestRuns(t *testing.T) {
-	var out bytes.Buffer
-	done := make(chan error, 1)
-	go func() { done <- run(&out) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run: %v\n%s", err, out.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("run: did not finish within 30s")
-	}
+	out := exampletest.Run(t, 30*time.Second, run)
 	want := `GET  /invoices/42   -> 200 OK "GET /invoices/42 done"
 POST /payments      -> 503 Service Unavailable "busy"
 POST /refunds       -> 200 OK "POST /refunds done"
@@ -29,7 +20,7 @@ server: GET /invoices/42 2 attempt(s)
 server: POST /payments   1 attempt(s)
 server: POST /refunds    2 attempt(s)
 `
-	if out.String() != want {
-		t.Errorf("output:\ngot:\n%s\nwant:\n%s", out.String(), want)
+	if out != want {
+		t.Errorf("output:\ngot:\n%s\nwant:\n%s", out, want)
 	}
 }

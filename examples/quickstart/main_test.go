@@ -1,20 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/switchboard-http/switchboard/internal/exampletest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestQuickstartRuns(t *testing.T) {
-	var out bytes.Buffer
-	if err := run(&out); err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
-	}
+	out := exampletest.Run(t, 30*time.Second, run)
 	for _, want := range []string{
 		"; attempt 2 in",           // step 1 retried
 		`200 OK "invoice 42: paid`, // and succeeded
@@ -23,8 +22,8 @@ func TestQuickstartRuns(t *testing.T) {
 		"did you mean max_retries", // step 3 rejected with a suggestion
 		"generation 2 keeps serving",
 	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 }
