@@ -1,14 +1,11 @@
 package config_test
 
 import (
-	"bufio"
-	"bytes"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/switchboard-http/switchboard/config"
+	"github.com/switchboard-http/switchboard/internal/wants"
 )
 
 // testdataDir is the module's testdata folder, shared with examples.
@@ -54,30 +51,8 @@ func TestTestdataFullShowsBuiltins(t *testing.T) {
 func TestTestdataInvalid(t *testing.T) {
 	for _, path := range testdataFiles(t, "invalid") {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			wants := wantLines(t, path)
+			wants := wants.Lines(t, path)
 			mustFail(t, config.Loader{File: path}, wants...)
 		})
 	}
-}
-
-// wantLines returns the substrings of the file's leading "# want:" lines.
-func wantLines(t *testing.T, path string) []string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wants []string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		w, ok := strings.CutPrefix(sc.Text(), "# want: ")
-		if !ok {
-			break
-		}
-		wants = append(wants, w)
-	}
-	if len(wants) == 0 {
-		t.Fatalf("%s: got no leading # want: line, want one or more", path)
-	}
-	return wants
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchboard-http/switchboard/internal/wants"
 	"go.uber.org/goleak"
 )
 
@@ -169,7 +169,7 @@ func TestValidateInvalidTestdata(t *testing.T) {
 			if r.code != exitInvalid {
 				t.Errorf("exit code: got %d, want %d", r.code, exitInvalid)
 			}
-			for _, want := range wantLines(t, path) {
+			for _, want := range wants.Lines(t, path) {
 				if !strings.Contains(r.stdout, want) {
 					t.Errorf("output lacks %q:\n%s", want, r.stdout)
 				}
@@ -208,28 +208,6 @@ func TestValidTestdataEveryCommand(t *testing.T) {
 			}
 		})
 	}
-}
-
-// wantLines returns the substrings of the file's leading "# want:" lines.
-func wantLines(t *testing.T, path string) []string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wants []string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		w, ok := strings.CutPrefix(sc.Text(), "# want: ")
-		if !ok {
-			break
-		}
-		wants = append(wants, w)
-	}
-	if len(wants) == 0 {
-		t.Fatalf("%s: got no leading # want: line, want one or more", path)
-	}
-	return wants
 }
 
 // --env lets a reviewer check an env override without setting it for real:
