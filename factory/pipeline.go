@@ -91,7 +91,13 @@ func (r *Registry) build(name string, c config.ClientConfig, hash string, m mate
 		layers = append(layers, p.bulkhead.Middleware())
 	}
 	layers = append(layers,
-		middleware.Retry(c.Retry, middleware.RetryOptions{ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev}),
+		middleware.Retry(c.Retry, middleware.RetryOptions{
+			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev,
+			// Every layer below is this package's, which copy before they
+			// write, unless code added its own: those get a deep clone per
+			// attempt, free to change it.
+			InnerKeepsRequest: len(all.Attempt) == 0 && len(own.Attempt) == 0,
+		}),
 		middleware.AttemptTimeout(c.Retry.AttemptTimeout, ev),
 	)
 	layers = append(layers, all.Attempt...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -266,6 +267,44 @@ func TestHooksRunAtTheirPlaces(t *testing.T) {
 	get(t, r.Get("search"), srv.URL)
 	if outer.Load() != 2 || attempt.Load() != 3 {
 		t.Fatalf("search: outer saw %d calls, attempt %d; want 2 and still 3 (billing-only hook)", outer.Load(), attempt.Load())
+	}
+}
+
+func TestAttemptHookMayChangeItsRequest(t *testing.T) {
+	// An attempt hook gets a deep clone per attempt: what it writes reaches
+	// neither the caller's request nor the next attempt.
+	srv := newServer(t, status(503))
+	var seen []string
+	var mu sync.Mutex
+	mark := func(next http.RoundTripper) http.RoundTripper {
+		return middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			mu.Lock()
+			seen = append(seen, req.Header.Get("X-Hook")+"|"+req.URL.RawQuery)
+			mu.Unlock()
+			req.Header.Set("X-Hook", "set")
+			req.URL.RawQuery = "hooked=1"
+			return next.RoundTrip(req)
+		})
+	}
+	r, err := factory.New(defaultsWithRetries(2), factory.Options{
+		Logger:      discard(),
+		ClientHooks: map[string]factory.Hooks{"billing": {Attempt: []middleware.Middleware{mark}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1?page=2", nil)
+	resp, err := r.Get("billing").Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if want := []string{"|page=2", "|page=2", "|page=2"}; !slices.Equal(seen, want) {
+		t.Errorf("attempts saw %q, want %q (each a fresh clone)", seen, want)
+	}
+	if len(req.Header) != 0 || req.URL.RawQuery != "page=2" {
+		t.Errorf("caller's request changed: %v %s", req.Header, req.URL)
 	}
 }
 

@@ -52,6 +52,17 @@ type RetryOptions struct {
 	// Rand returns a random value in [0, 1) for jitter; nil means
 	// math/rand/v2's Float64. It must be safe for concurrent use.
 	Rand func() float64
+	// InnerKeepsRequest promises that every layer below Retry, down to the
+	// transport, keeps net/http's RoundTripper contract: it never changes a
+	// request it is given (every layer of this package keeps it, as does
+	// *http.Transport; Headers and Auth set their headers on a copy). Each
+	// attempt then gets its own *http.Request with its own context and body,
+	// whose URL, Header and other maps are the caller's, shared read-only,
+	// in place of a deep clone: about a third of the layer's cost on the
+	// success path, and an allocation. False (the zero value) deep-clones
+	// every attempt, so a layer below may change its request freely. The
+	// factory sets it for a client without Hooks.Attempt.
+	InnerKeepsRequest bool
 }
 
 // Retry returns the middleware that retries failed attempts of a logical
@@ -82,7 +93,8 @@ type RetryOptions struct {
 // context's error, wrapped.
 //
 // Each attempt is sent as a fresh clone of the caller's request (deep
-// where req.Clone is deep), which is never changed. A response that will be retried is
+// where req.Clone is deep, unless RetryOptions.InnerKeepsRequest says the
+// layers below change nothing), and the caller's request is never changed. A response that will be retried is
 // drained (up to 64 KiB) and closed before the wait. The last response is
 // returned intact: running out of attempts is not an error, and it emits
 // EventRetryExhausted when that last outcome was retryable. Request bodies
@@ -107,6 +119,7 @@ type retryPolicy struct {
 	methods     []string   // upper-cased eligible methods; unused when allMethods
 	allMethods  bool
 	shouldRetry func(*http.Request, *http.Response, error) bool
+	shallow     bool // RetryOptions.InnerKeepsRequest
 	budget      *Budget
 	ev          *Events
 	rand        func() float64
@@ -117,6 +130,7 @@ func newRetryPolicy(s RetrySettings, o RetryOptions) *retryPolicy {
 		s:           s,
 		allMethods:  s.RetryAllMethods,
 		shouldRetry: o.ShouldRetry,
+		shallow:     o.InnerKeepsRequest,
 		budget:      o.Budget,
 		ev:          o.Events,
 		rand:        o.Rand,
@@ -214,7 +228,12 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		if n > 1 { // the first attempt needs no mark: AttemptFrom reads 1 without one
 			actx = context.WithValue(ctx, attemptKey{}, n)
 		}
-		areq := cloneRequest(actx, req)
+		var areq *http.Request
+		if p.shallow {
+			areq = req.WithContext(actx)
+		} else {
+			areq = cloneRequest(actx, req)
+		}
 		areq.Body, areq.ContentLength = body, length
 		if rb.kind == replayBuffered {
 			areq.GetBody = rb.buf.getBody

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -350,6 +351,41 @@ func TestRetryFreshClonePerAttempt(t *testing.T) {
 		}
 		if reqs[0].Req == req || reqs[1].Req == req || reqs[0].Req == reqs[1].Req {
 			t.Fatal("attempts did not get fresh clones")
+		}
+	})
+}
+
+func TestRetryInnerKeepsRequestSharesReadOnlyParts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := fakert.New(fakert.Step{Status: 503}, fakert.Step{})
+		req := newReq(t, context.Background(), "GET", "")
+		req.Header.Set("X-Orig", "1")
+		resp, err := middleware.Retry(fixedSettings(), middleware.RetryOptions{InnerKeepsRequest: true})(rt).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		reqs := rt.Requests()
+		if len(reqs) != 2 {
+			t.Fatalf("got %d calls, want 2", len(reqs))
+		}
+		for i, r := range reqs {
+			if r.Req == req {
+				t.Errorf("attempt %d: sent the caller's *http.Request, want a copy of its own", i+1)
+			}
+			// The maps are shared, not cloned: that is the saving.
+			if reflect.ValueOf(r.Req.Header).UnsafePointer() != reflect.ValueOf(req.Header).UnsafePointer() || r.Req.URL != req.URL {
+				t.Errorf("attempt %d: Header or URL copied, want the caller's shared read-only", i+1)
+			}
+			if got := middleware.AttemptFrom(r.Req.Context()); got != i+1 {
+				t.Errorf("attempt %d: context says attempt %d", i+1, got)
+			}
+		}
+		if reqs[0].Req == reqs[1].Req {
+			t.Error("both attempts sent the same *http.Request")
+		}
+		if middleware.AttemptFrom(req.Context()) != 1 || len(req.Header) != 1 {
+			t.Error("caller's request was changed")
 		}
 	})
 }
