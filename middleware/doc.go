@@ -19,6 +19,5 @@
 // The retry and breaker layers read status codes, which a plain
 // RoundTripper is not meant to do; that is their job.
 //
-// The package imports only the standard library and golang.org/x/time/rate;
-// configuration, reload and the registry live in other packages.
+// The package imports only the standard library; configuration, reload and the registry live in other packages.
 package middleware

@@ -2,22 +2,23 @@ package middleware
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
-// RateLimit paces the attempts of a client with a token bucket
-// (golang.org/x/time/rate): the bucket holds up to Burst tokens, refills at
-// RequestsPerSecond, and every attempt takes one, waiting for it when the
-// bucket is empty. It sits inside Retry, so retries are paced too.
+// RateLimit paces the attempts of a client with a token bucket: the bucket
+// holds up to Burst tokens, refills at RequestsPerSecond, and every attempt
+// takes one, waiting for it when the bucket is empty. It sits inside Retry,
+// so retries are paced too. Taking a token is one clock read and one
+// compare-and-swap, never a lock (see bucket), so the layer costs little
+// even when many goroutines share it. A rate above 1e9 per second is taken
+// as 1e9, one below one token per 13 days as one per 13 days.
 //
 // A RequestsPerSecond of zero (or less) means unlimited: the layer passes
 // requests through at the cost of one atomic load. A Burst below 1 with a
@@ -27,12 +28,12 @@ import (
 // tokens in the bucket are kept. A RateLimit is created with NewRateLimit
 // (the zero value is not usable) and is safe for concurrent use.
 type RateLimit struct {
-	ev *Events
-	// lim is the bucket; nil while unlimited. A finite limiter is retuned in
-	// place; it is never set to rate.Inf, whose bookkeeping would lose the
-	// token count.
-	lim atomic.Pointer[rate.Limiter]
-	mu  sync.Mutex // serializes Update
+	ev    *Events
+	epoch time.Time // bucket times are ns since epoch (monotonic clock)
+	// b is the bucket; nil while unlimited. Update replaces it, handing
+	// its tokens on to the new one.
+	b  atomic.Pointer[bucket]
+	mu sync.Mutex // serializes Update
 }
 
 // NewRateLimit returns a RateLimit with the settings s, its bucket full; the
@@ -40,10 +41,13 @@ type RateLimit struct {
 // EventRateLimitWaited at slog.LevelDebug to ev; a nil ev emits nothing.
 // The RateLimit is safe for concurrent use.
 func NewRateLimit(s RateLimitSettings, ev *Events) *RateLimit {
-	l := &RateLimit{ev: ev}
+	l := &RateLimit{ev: ev, epoch: time.Now()}
 	l.Update(s)
 	return l
 }
+
+// now returns the time on the buckets' clock.
+func (l *RateLimit) now() int64 { return int64(time.Since(l.epoch)) }
 
 // Update retunes the limiter in place: the tokens in the bucket are kept
 // (capped at the new Burst) and refill at the new rate from now on.
@@ -54,30 +58,38 @@ func NewRateLimit(s RateLimitSettings, ev *Events) *RateLimit {
 func (l *RateLimit) Update(s RateLimitSettings) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	old := l.b.Load()
 	if s.RequestsPerSecond <= 0 {
-		l.lim.Store(nil)
+		l.b.Store(nil)
+		if old != nil {
+			old.retire()
+		}
 		return
 	}
-	limit, burst := rate.Limit(s.RequestsPerSecond), max(s.Burst, 1)
-	lim := l.lim.Load()
-	if lim == nil {
-		l.lim.Store(rate.NewLimiter(limit, burst))
-		return
+	now := l.now()
+	nb := newBucket(s.RequestsPerSecond, s.Burst, now)
+	if old != nil {
+		// Attempts that find old retired wait for nb, published below.
+		tokens := min(old.tokens(old.retire(), now), float64(nb.burst))
+		nb.full.Store(now + int64(math.Round((float64(nb.burst)-tokens)*float64(nb.interval))))
 	}
-	now := time.Now()
-	lim.SetLimitAt(now, limit)
-	lim.SetBurstAt(now, burst)
+	l.b.Store(nb)
 }
 
 // Tokens returns how many tokens the bucket holds now, +Inf when the layer
 // is unlimited. It is negative while attempts wait for tokens they have
 // reserved. It is safe for concurrent use.
 func (l *RateLimit) Tokens() float64 {
-	lim := l.lim.Load()
-	if lim == nil {
-		return math.Inf(1)
+	for {
+		b := l.b.Load()
+		if b == nil {
+			return math.Inf(1)
+		}
+		if f := b.full.Load(); f != bucketRetired {
+			return b.tokens(f, l.now())
+		}
+		runtime.Gosched() // an Update is publishing the next bucket
 	}
-	return lim.Tokens()
 }
 
 // Middleware returns the rate limit layer: every attempt takes a token, so it
@@ -108,8 +120,8 @@ type rateLimitRT struct {
 }
 
 func (t *rateLimitRT) RoundTrip(req *http.Request) (*http.Response, error) {
-	if lim := t.l.lim.Load(); lim != nil {
-		if err := t.l.wait(lim, req); err != nil {
+	if t.l.b.Load() != nil {
+		if err := t.l.wait(req); err != nil {
 			if req.Body != nil {
 				req.Body.Close()
 			}
@@ -119,32 +131,45 @@ func (t *rateLimitRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(req)
 }
 
-// wait takes a token from lim for req, waiting for it if need be.
-func (l *RateLimit) wait(lim *rate.Limiter, req *http.Request) error {
-	now := time.Now()
-	// AllowN does not allocate; ReserveN does, so it is kept for the wait.
-	if lim.AllowN(now, 1) {
-		return nil
-	}
-	r := lim.ReserveN(now, 1)
-	if !r.OK() { // cannot happen with burst >= 1; kept for safety
-		return errors.New("switchboard: rate limiter cannot grant a token")
-	}
-	d := r.DelayFrom(now)
-	if d <= 0 {
-		return nil
-	}
+// wait takes a token for req, waiting for it if need be.
+func (l *RateLimit) wait(req *http.Request) error {
 	ctx := req.Context()
-	if dl, ok := ctx.Deadline(); ok && d > dl.Sub(now) {
-		r.CancelAt(now)
-		return fmt.Errorf("switchboard: rate limit wait of %v would pass the context deadline: %w", d, context.DeadlineExceeded)
+	var limit int64       // the longest wait allowed
+	deadlineRead := false // until then, limit 0: the fast path reads no deadline
+	for {
+		b := l.b.Load()
+		if b == nil {
+			return nil // made unlimited meanwhile
+		}
+		now := l.now()
+		w, taken, retired := b.reserve(now, limit)
+		switch {
+		case retired:
+			runtime.Gosched() // an Update is publishing the next bucket
+		case taken && w <= 0:
+			return nil
+		case taken:
+			return l.sleep(ctx, req, time.Duration(w))
+		case deadlineRead:
+			return fmt.Errorf("switchboard: rate limit wait of %v would pass the context deadline: %w", time.Duration(w), context.DeadlineExceeded)
+		default:
+			deadlineRead, limit = true, math.MaxInt64
+			if dl, ok := ctx.Deadline(); ok {
+				limit = int64(dl.Sub(l.epoch.Add(time.Duration(now))))
+			}
+		}
 	}
+}
+
+// sleep waits d for the token req reserved, or gives it back when ctx ends
+// first.
+func (l *RateLimit) sleep(ctx context.Context, req *http.Request, d time.Duration) error {
 	timer := time.NewTimer(d)
 	select {
 	case <-timer.C:
 	case <-ctx.Done():
 		timer.Stop()
-		r.Cancel()
+		l.giveBack()
 		return fmt.Errorf("switchboard: waiting for the rate limiter: %w", ctx.Err())
 	}
 	if l.ev.on(ctx, slog.LevelDebug) {
@@ -157,4 +182,16 @@ func (l *RateLimit) wait(lim *rate.Limiter, req *http.Request) error {
 		})
 	}
 	return nil
+}
+
+// giveBack returns the token of a wait that ended early to the current
+// bucket (its successor, if an Update replaced the one it came from).
+func (l *RateLimit) giveBack() {
+	for {
+		b := l.b.Load()
+		if b == nil || b.giveBack() {
+			return
+		}
+		runtime.Gosched() // an Update is publishing the next bucket
+	}
 }

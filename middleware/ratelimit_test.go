@@ -295,6 +295,109 @@ func TestRateLimitUpdateFromUnlimited(t *testing.T) {
 	})
 }
 
+func TestRateLimitUpdateWhileTaking(t *testing.T) {
+	// Attempts that take tokens while Updates replace the bucket lose none:
+	// no time passes in the bubble, so the bucket ends exactly that many
+	// tokens short.
+	synctest.Test(t, func(t *testing.T) {
+		const burst, takers, each = 1 << 20, 8, 200
+		l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e6, Burst: burst}, nil)
+		rt := l.Middleware()(&rateLimitFake{})
+		var wg sync.WaitGroup
+		for range takers {
+			wg.Go(func() {
+				for range each {
+					if err := rateLimitDo(t, rt, t.Context()); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Go(func() {
+			for i := range 500 {
+				l.Update(middleware.RateLimitSettings{RequestsPerSecond: float64(1e6 + i%2*1e6), Burst: burst})
+			}
+		})
+		wg.Wait()
+		if got, want := l.Tokens(), float64(burst-takers*each); !tokensNear(got, want) {
+			t.Errorf("Tokens: got %v, want %v", got, want)
+		}
+	})
+}
+
+func TestRateLimitCancelledWaitGivesBackToRetunedBucket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1, Burst: 1}, nil)
+		rt := l.Middleware()(&rateLimitFake{})
+		if err := rateLimitDo(t, rt, t.Context()); err != nil { // empties the bucket
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- rateLimitDo(t, rt, ctx) }()
+		synctest.Wait() // the attempt waits for a token it reserved: -1
+		if got := l.Tokens(); !tokensNear(got, -1) {
+			t.Fatalf("while waiting: got %v tokens, want -1", got)
+		}
+		// A retune keeps the -1 (capped burst 3, rate 10: refills 1 per 100ms).
+		l.Update(middleware.RateLimitSettings{RequestsPerSecond: 10, Burst: 3})
+		time.Sleep(50 * time.Millisecond)
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("got %v, want context.Canceled", err)
+		}
+		// -1 + 0.5 refilled + 1 given back, to the new bucket.
+		if got := l.Tokens(); !tokensNear(got, 0.5) {
+			t.Errorf("after the cancelled wait: got %v tokens, want 0.5", got)
+		}
+	})
+}
+
+func TestRateLimitExtremeRates(t *testing.T) {
+	// sends n requests through a new limiter of s and returns how long they
+	// took in the bubble.
+	sends := func(t *testing.T, l *middleware.RateLimit, n int) time.Duration {
+		rt := l.Middleware()(&rateLimitFake{})
+		start := time.Now()
+		for range n {
+			if err := rateLimitDo(t, rt, t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return time.Since(start)
+	}
+	t.Run("above 1e9 per second is 1e9", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e12, Burst: 4}, nil)
+			// The burst, then one per ns.
+			if took := sends(t, l, 6); took != 2*time.Nanosecond {
+				t.Errorf("6 requests took %v, want 2ns", took)
+			}
+		})
+	})
+	t.Run("below one per 13 days is one per 2^50ns", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e-10, Burst: 1}, nil)
+			if took := sends(t, l, 1); took != 0 {
+				t.Fatalf("first request took %v, want 0", took)
+			}
+			time.Sleep(1 << 49)
+			if got := l.Tokens(); !tokensNear(got, 0.5) {
+				t.Errorf("half the interval later: got %v tokens, want 0.5", got)
+			}
+		})
+	})
+	t.Run("a burst too large to count in ns", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e-3, Burst: math.MaxInt}, nil)
+			if took := sends(t, l, 1000); took != 0 {
+				t.Errorf("1000 requests took %v, want 0 (no overflow into a wait)", took)
+			}
+		})
+	})
+}
+
 func TestRateLimitEmitsWaited(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var log limEventLog
