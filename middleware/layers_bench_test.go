@@ -74,8 +74,8 @@ func BenchmarkChain(b *testing.B) {
 			middleware.Timeout(0, ev),
 			middleware.NewBreaker(breaker, middleware.BreakerOptions{Events: ev}).Middleware(),
 			middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1 << 20}, ev).Middleware(),
-			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget), Events: ev}),
-			middleware.AttemptTimeout(0, nil),
+			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget), Events: ev, InnerKeepsRequest: true}),
+			middleware.AttemptTimeout(0, ev),
 			middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e9, Burst: 1 << 20}, ev).Middleware(),
 			middleware.Headers(nil),
 			middleware.Logging(middleware.LogDebug, ev),
@@ -85,8 +85,8 @@ func BenchmarkChain(b *testing.B) {
 	b.Run("defaults", func(b *testing.B) {
 		chain := middleware.Chain(
 			middleware.Timeout(30*time.Second, ev),
-			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget), Events: ev}),
-			middleware.AttemptTimeout(0, nil),
+			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget), Events: ev, InnerKeepsRequest: true}),
+			middleware.AttemptTimeout(0, ev),
 			middleware.Headers(nil),
 			middleware.Logging(middleware.LogDebug, ev),
 		)

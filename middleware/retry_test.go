@@ -369,10 +369,13 @@ func TestRetryInnerKeepsRequestSharesReadOnlyParts(t *testing.T) {
 		if len(reqs) != 2 {
 			t.Fatalf("got %d calls, want 2", len(reqs))
 		}
+		if reqs[0].Req != req {
+			t.Error("attempt 1: sent a copy, want the caller's request itself (nothing to change)")
+		}
+		if reqs[1].Req == req {
+			t.Error("attempt 2: sent the caller's *http.Request, want a copy of its own")
+		}
 		for i, r := range reqs {
-			if r.Req == req {
-				t.Errorf("attempt %d: sent the caller's *http.Request, want a copy of its own", i+1)
-			}
 			// The maps are shared, not cloned: that is the saving.
 			if reflect.ValueOf(r.Req.Header).UnsafePointer() != reflect.ValueOf(req.Header).UnsafePointer() || r.Req.URL != req.URL {
 				t.Errorf("attempt %d: Header or URL copied, want the caller's shared read-only", i+1)
@@ -381,10 +384,37 @@ func TestRetryInnerKeepsRequestSharesReadOnlyParts(t *testing.T) {
 				t.Errorf("attempt %d: context says attempt %d", i+1, got)
 			}
 		}
-		if reqs[0].Req == reqs[1].Req {
-			t.Error("both attempts sent the same *http.Request")
-		}
 		if middleware.AttemptFrom(req.Context()) != 1 || len(req.Header) != 1 {
+			t.Error("caller's request was changed")
+		}
+	})
+}
+
+func TestRetryInnerKeepsRequestCopiesABufferedBody(t *testing.T) {
+	// A body the layer buffered differs from the caller's: attempt 1 is a
+	// copy carrying it and its GetBody, and the caller's request keeps its
+	// own.
+	synctest.Test(t, func(t *testing.T) {
+		rt := fakert.New(fakert.Step{Status: 503}, fakert.Step{})
+		body := newOpaqueBody("payload")
+		req := newReq(t, context.Background(), "PUT", "")
+		req.Body, req.ContentLength = body, 7
+		resp, err := middleware.Retry(fixedSettings(), middleware.RetryOptions{InnerKeepsRequest: true})(rt).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		reqs := rt.Requests()
+		if len(reqs) != 2 {
+			t.Fatalf("got %d calls, want 2", len(reqs))
+		}
+		for i, r := range reqs {
+			if r.Req == req || string(r.Body) != "payload" || r.Req.GetBody == nil {
+				t.Errorf("attempt %d: own request %v, body %q, GetBody set %v; want a copy with the buffered body",
+					i+1, r.Req != req, r.Body, r.Req.GetBody != nil)
+			}
+		}
+		if req.Body != body || req.GetBody != nil {
 			t.Error("caller's request was changed")
 		}
 	})
@@ -424,6 +454,10 @@ func BenchmarkRetry(b *testing.B) {
 	b.Run("budget", func(b *testing.B) {
 		s := middleware.DefaultRetrySettings()
 		benchRT(b, middleware.Retry(s, middleware.RetryOptions{Budget: middleware.NewBudget(s.Budget)})(prebuilt()))
+	})
+	b.Run("budget inner keeps request", func(b *testing.B) {
+		s := middleware.DefaultRetrySettings()
+		benchRT(b, middleware.Retry(s, middleware.RetryOptions{Budget: middleware.NewBudget(s.Budget), InnerKeepsRequest: true})(prebuilt()))
 	})
 }
 

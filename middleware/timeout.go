@@ -110,11 +110,20 @@ func (t *deadlineRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	if d <= 0 {
 		return t.next.RoundTrip(req)
 	}
-	deadline := time.Now().Add(d)
-	if pd, ok := parent.Deadline(); ok && !pd.After(deadline) {
-		return t.next.RoundTrip(req) // the caller's deadline comes first: nothing to add
+	var (
+		ctx    context.Context
+		cancel context.CancelFunc
+	)
+	if pd, ok := parent.Deadline(); ok {
+		deadline := time.Now().Add(d)
+		if !pd.After(deadline) {
+			return t.next.RoundTrip(req) // the caller's deadline comes first: nothing to add
+		}
+		ctx, cancel = context.WithDeadlineCause(parent, deadline, errDeadlineCause)
+	} else {
+		// No clock read of our own: WithTimeoutCause makes one.
+		ctx, cancel = context.WithTimeoutCause(parent, d, errDeadlineCause)
 	}
-	ctx, cancel := context.WithDeadlineCause(parent, deadline, errDeadlineCause)
 	// The request copy and the body wrapper share one allocation.
 	c := new(deadlineState)
 	// WithContext is inlined and its copy does not escape: it is built on
@@ -136,33 +145,26 @@ func (t *deadlineRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		cancel() // nothing left to read under the deadline
 		return resp, nil
 	}
-	c.body = deadlineBody{rc: resp.Body, ctx: ctx, parent: parent, cancel: cancel, t: t, req: req, d: d}
-	resp.Body = &c.body
-	if w, ok := c.body.rc.(io.Writer); ok {
+	c.rc, c.orig, c.cancel, c.t, c.d = resp.Body, req, cancel, t, d
+	resp.Body = c
+	if w, ok := c.rc.(io.Writer); ok {
 		// A 101 Switching Protocols body is also the connection's writer,
 		// which callers find by type assertion: keep it visible.
-		resp.Body = &deadlineRWBody{&c.body, w}
+		resp.Body = &deadlineRWBody{c, w}
 	}
 	return resp, nil
 }
 
-// deadlineRWBody is a deadlineBody that keeps the io.Writer of a writable
-// body (101 Switching Protocols). The deadline still covers the upgraded
-// connection until it is closed; give such calls Overrides.Timeout to change
-// that.
+// deadlineRWBody is a deadlineState that keeps the io.Writer of a
+// writable body (101 Switching Protocols). The deadline still covers the
+// upgraded connection until it is closed; give such calls Overrides.Timeout
+// to change that.
 type deadlineRWBody struct {
-	*deadlineBody
+	*deadlineState
 	w io.Writer
 }
 
 func (b *deadlineRWBody) Write(p []byte) (int, error) { return b.w.Write(p) }
-
-// deadlineState holds what one call through a deadlineRT needs on the heap:
-// the request copy with the new context, and the response body wrapper.
-type deadlineState struct {
-	req  http.Request
-	body deadlineBody
-}
 
 // fired reports whether ctx ended because of this layer's deadline rather
 // than the caller's context (parent).
@@ -191,36 +193,38 @@ func (t *deadlineRT) exceeded(ctx context.Context, req *http.Request, d time.Dur
 	return te
 }
 
-// deadlineBody keeps a deadline's context alive while the response body is
+// deadlineState is one call through a deadlineRT that got a deadline, in one
+// allocation: the request copy with the deadline's context, and the
+// response body wrapper that keeps that context alive while the body is
 // read and cancels it once the body is closed or read to its end, so that
 // neither the context's timer nor its resources outlive the call.
-type deadlineBody struct {
+type deadlineState struct {
+	req    http.Request // what the layer below got; req.Context() is the deadline's
 	rc     io.ReadCloser
-	ctx    context.Context
-	parent context.Context
+	orig   *http.Request // the request the layer got
 	cancel context.CancelFunc
 	t      *deadlineRT
-	req    *http.Request
 	d      time.Duration
 	done   bool // the body ended; a timeout is reported once
 }
 
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	if err != nil && !b.done {
-		b.done = true
-		fired := err != io.EOF && b.t.fired(b.ctx, b.parent)
-		b.cancel()
+func (c *deadlineState) Read(p []byte) (int, error) {
+	n, err := c.rc.Read(p)
+	if err != nil && !c.done {
+		c.done = true
+		ctx := c.req.Context()
+		fired := err != io.EOF && c.t.fired(ctx, c.orig.Context())
+		c.cancel()
 		if fired {
-			return n, b.t.exceeded(b.ctx, b.req, b.d, err)
+			return n, c.t.exceeded(ctx, c.orig, c.d, err)
 		}
 	}
 	return n, err
 }
 
-func (b *deadlineBody) Close() error {
-	err := b.rc.Close()
-	b.cancel()
+func (c *deadlineState) Close() error {
+	err := c.rc.Close()
+	c.cancel()
 	return err
 }
 
