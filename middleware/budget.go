@@ -205,9 +205,11 @@ func (b *Budget) Deposit() {
 	if sh == nil {
 		return
 	}
-	start := b.now() / sh.width * sh.width
-	sl := &b.slots[(start/sh.width)%budgetSlots]
-	if tag := depTag(start, sh.width); tag != 0 {
+	// One division: q numbers the slice, which is slot q%budgetSlots and
+	// tagged q+1 (depTag without dividing again).
+	q := b.now() / sh.width
+	sl := &b.slots[q%budgetSlots]
+	if tag := uint64(uint32(q + 1)); tag != 0 {
 		for {
 			v := sl.dep.Load()
 			if v>>32 != tag || v&depFull == depFull || b.shape.Load() != sh {

@@ -256,6 +256,9 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			resp = nil
 		}
+		if err == nil && p.shouldRetry == nil && !p.statusOK(resp.StatusCode) {
+			return resp, nil // gate 6 first: the common success needs no other
+		}
 		if n > maxRetries { // gate 1
 			if ctx.Err() == nil && p.retryable(req, resp, err) {
 				p.emit(ctx, slog.LevelWarn, EventRetryExhausted, req, n, 0, resp, err)
