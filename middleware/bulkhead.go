@@ -38,10 +38,18 @@ type Bulkhead struct {
 	ev        *Events
 	unlimited atomic.Bool // mirrors limit <= 0 for the lock-free fast path
 
+	// A call takes a slot with a compare-and-swap on inUse, without mu,
+	// while no one waits; waiting callers queue under mu. waiting counts
+	// the callers in the queue or about to check for a slot before joining
+	// it: a release that sees it zero has no one to hand its slot to, and
+	// one that does not takes mu to grant (see acquire for why no wake-up
+	// is lost).
+	limit   atomic.Int64 // written under mu; <= 0 means unlimited
+	inUse   atomic.Int64 // slots held, including granted waiters
+	waiting atomic.Int64 // written under mu
+
 	mu      sync.Mutex
-	limit   int           // guarded by mu; <= 0 means unlimited
 	maxWait time.Duration // guarded by mu
-	inUse   int           // guarded by mu; slots held, including granted waiters
 	head    *bulkheadWaiter
 	tail    *bulkheadWaiter
 }
@@ -73,7 +81,7 @@ func NewBulkhead(s BulkheadSettings, ev *Events) *Bulkhead {
 // keep theirs. It is safe for concurrent use.
 func (b *Bulkhead) Update(s BulkheadSettings) {
 	b.mu.Lock()
-	b.limit = s.MaxConcurrent
+	b.limit.Store(int64(s.MaxConcurrent))
 	b.maxWait = s.MaxWait
 	b.unlimited.Store(s.MaxConcurrent <= 0)
 	b.grantLocked()
@@ -84,17 +92,13 @@ func (b *Bulkhead) Update(s BulkheadSettings) {
 // granted a slot. Calls admitted while the bulkhead was unlimited are not
 // counted. It is safe for concurrent use.
 func (b *Bulkhead) InUse() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.inUse
+	return int(b.inUse.Load())
 }
 
 // Limit returns the current MaxConcurrent; zero means unlimited. It is safe
 // for concurrent use.
 func (b *Bulkhead) Limit() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return max(b.limit, 0)
+	return int(max(b.limit.Load(), 0))
 }
 
 // Middleware returns the bulkhead layer: one slot per logical call, so it
@@ -162,17 +166,29 @@ func (t *bulkheadRT) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // acquire takes a slot for req, waiting for one if the settings allow. A nil
 // error means the caller holds a slot and must release it.
+//
+// While no one waits, a free slot is taken without mu. Otherwise the caller
+// counts itself in waiting before it looks for a slot under mu, and a
+// release gives its slot back before it reads waiting: of two such
+// sequences, at least one sees the other's write, so either the caller
+// finds the slot or the release sees the caller and grants under mu once
+// the caller has queued.
 func (b *Bulkhead) acquire(req *http.Request) error {
+	if b.waiting.Load() == 0 && b.tryTake() {
+		return nil
+	}
 	b.mu.Lock()
-	if b.limit <= 0 || b.inUse < b.limit {
-		b.inUse++
+	b.waiting.Add(1)
+	if b.head == nil && b.tryTake() { // no one queued ahead
+		b.waiting.Add(-1)
 		b.mu.Unlock()
 		return nil
 	}
-	limit, wait := b.limit, b.maxWait
+	limit, wait := b.limit.Load(), b.maxWait
 	if wait <= 0 {
+		b.waiting.Add(-1)
 		b.mu.Unlock()
-		return b.rejected(req, limit, 0)
+		return b.rejected(req, int(limit), 0)
 	}
 	w := &bulkheadWaiter{ready: make(chan struct{})}
 	b.pushLocked(w)
@@ -188,7 +204,7 @@ func (b *Bulkhead) acquire(req *http.Request) error {
 		if b.abandon(w) {
 			return nil // granted as the timer fired: use the slot
 		}
-		return b.rejected(req, limit, wait)
+		return b.rejected(req, int(limit), wait)
 	case <-ctx.Done():
 		if b.abandon(w) {
 			b.release()
@@ -223,25 +239,41 @@ func (b *Bulkhead) abandon(w *bulkheadWaiter) (granted bool) {
 		return true
 	}
 	b.removeLocked(w)
+	b.waiting.Add(-1)
 	return false
+}
+
+// tryTake takes a free slot, if there is one.
+func (b *Bulkhead) tryTake() bool {
+	for {
+		n, limit := b.inUse.Load(), b.limit.Load()
+		if limit > 0 && n >= limit {
+			return false
+		}
+		if b.inUse.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 // release frees one slot and hands it to the first waiter, if any.
 func (b *Bulkhead) release() {
-	b.mu.Lock()
-	b.inUse--
-	b.grantLocked()
-	b.mu.Unlock()
+	b.inUse.Add(-1)
+	if b.waiting.Load() > 0 {
+		b.mu.Lock()
+		b.grantLocked()
+		b.mu.Unlock()
+	}
 }
 
 // grantLocked admits waiters, oldest first, while the limit allows. b.mu
 // must be held.
 func (b *Bulkhead) grantLocked() {
-	for b.head != nil && (b.limit <= 0 || b.inUse < b.limit) {
+	for b.head != nil && b.tryTake() {
 		w := b.head
 		b.removeLocked(w)
 		w.granted = true
-		b.inUse++
+		b.waiting.Add(-1)
 		close(w.ready)
 	}
 }

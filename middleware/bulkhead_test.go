@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -539,6 +541,54 @@ func TestBulkheadConcurrentChurn(t *testing.T) {
 			t.Errorf("InUse: got %d, want 0", got)
 		}
 	})
+}
+
+func TestBulkheadNoLostWakeupUnderRealContention(t *testing.T) {
+	// Real goroutines, not a bubble: slots are taken without the lock and
+	// handed to waiters under it, and no waiter may miss a slot freed while
+	// it queues. With one slot and two callers a missed hand-off is a
+	// deadlock: the releaser, calling again, queues behind the waiter.
+	b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1, MaxWait: time.Hour}, nil)
+	var inside, peak atomic.Int64
+	rt := b.Middleware()(middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		n := inside.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		runtime.Gosched() // let the others queue
+		inside.Add(-1)
+		return &http.Response{StatusCode: http.StatusOK, Body: limBenchBody{}, Request: req}, nil
+	}))
+	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for range 20000 {
+				resp, err := rt.RoundTrip(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+			}
+		})
+	}
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatalf("callers still waiting after a minute: a freed slot was not handed on (InUse %d)", b.InUse())
+	}
+	if p := peak.Load(); p > 1 {
+		t.Errorf("%d calls inside at once, want at most 1", p)
+	}
+	if n := b.InUse(); n != 0 {
+		t.Errorf("InUse: got %d after every call ended, want 0", n)
+	}
 }
 
 // limCloseFinished closes the body of every call in calls that has

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,6 +35,11 @@ type Overrides struct {
 // an interface does not allocate.
 type overridesKey struct{}
 
+// overridesUsed turns true at the first WithOverrides of the process. Until
+// then OverridesFrom, which three layers call on every call, knows without
+// walking the context chain that no context carries overrides.
+var overridesUsed atomic.Bool
+
 // WithOverrides returns a copy of ctx that carries o. Fields of o that are
 // nil inherit the overrides ctx already carries, so
 //
@@ -57,6 +63,7 @@ func WithOverrides(ctx context.Context, o Overrides) context.Context {
 			o.Timeout = prev.Timeout
 		}
 	}
+	overridesUsed.Store(true)
 	// A pointer is stored rather than the struct: the pointer fits in the
 	// interface word, and OverridesFrom copies it out without allocating.
 	return context.WithValue(ctx, overridesKey{}, &o)
@@ -65,7 +72,7 @@ func WithOverrides(ctx context.Context, o Overrides) context.Context {
 // OverridesFrom returns the overrides ctx carries and whether it carries any.
 // It is safe for concurrent use and does not allocate.
 func OverridesFrom(ctx context.Context) (Overrides, bool) {
-	if ctx == nil {
+	if ctx == nil || !overridesUsed.Load() {
 		return Overrides{}, false
 	}
 	o, ok := ctx.Value(overridesKey{}).(*Overrides)
