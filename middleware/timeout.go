@@ -2,7 +2,6 @@ package middleware
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -98,54 +97,40 @@ type deadlineRT struct {
 	ev   *Events
 }
 
-// errDeadlineCause is the cancellation cause of the contexts a deadlineRT
-// makes: context.Cause tells our deadline from the caller's. Nested layers
-// share it safely: a layer only claims a timeout when its own parent context
-// is still alive.
-var errDeadlineCause = errors.New("switchboard: deadline set by a timeout layer")
-
 func (t *deadlineRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	parent := req.Context()
 	d := durationFor(parent, t.d, t.kind)
 	if d <= 0 {
 		return t.next.RoundTrip(req)
 	}
-	var (
-		ctx    context.Context
-		cancel context.CancelFunc
-	)
-	if pd, ok := parent.Deadline(); ok {
-		deadline := time.Now().Add(d)
-		if !pd.After(deadline) {
-			return t.next.RoundTrip(req) // the caller's deadline comes first: nothing to add
-		}
-		ctx, cancel = context.WithDeadlineCause(parent, deadline, errDeadlineCause)
-	} else {
-		// No clock read of our own: WithTimeoutCause makes one.
-		ctx, cancel = context.WithTimeoutCause(parent, d, errDeadlineCause)
+	if pd, ok := parent.Deadline(); ok && !pd.After(time.Now().Add(d)) {
+		return t.next.RoundTrip(req) // the caller's deadline comes first: nothing to add
 	}
-	// The request copy and the body wrapper share one allocation.
+	// The context, the request copy and the body wrapper share one
+	// allocation.
 	c := new(deadlineState)
+	c.ctx.start(parent, d)
 	// WithContext is inlined and its copy does not escape: it is built on
 	// the stack and copied into c.
-	c.req = *req.WithContext(ctx)
+	c.req = *req.WithContext(&c.ctx)
 	resp, err := t.next.RoundTrip(&c.req)
 	if err != nil {
-		cancel()
-		if t.fired(ctx, parent) {
-			return nil, t.exceeded(ctx, req, d, err)
+		fired := c.ctx.ownFired()
+		c.ctx.stop()
+		if fired {
+			return nil, t.exceeded(&c.ctx, req, d, err)
 		}
 		return nil, err
 	}
 	if resp == nil {
-		cancel()
+		c.ctx.stop()
 		return nil, fmt.Errorf("switchboard: round tripper returned neither a response nor an error")
 	}
 	if resp.Body == nil || resp.Body == http.NoBody {
-		cancel() // nothing left to read under the deadline
+		c.ctx.stop() // nothing left to read under the deadline
 		return resp, nil
 	}
-	c.rc, c.orig, c.cancel, c.t, c.d = resp.Body, req, cancel, t, d
+	c.rc, c.orig, c.t, c.d = resp.Body, req, t, d
 	resp.Body = c
 	if w, ok := c.rc.(io.Writer); ok {
 		// A 101 Switching Protocols body is also the connection's writer,
@@ -165,12 +150,6 @@ type deadlineRWBody struct {
 }
 
 func (b *deadlineRWBody) Write(p []byte) (int, error) { return b.w.Write(p) }
-
-// fired reports whether ctx ended because of this layer's deadline rather
-// than the caller's context (parent).
-func (t *deadlineRT) fired(ctx, parent context.Context) bool {
-	return ctx.Err() != nil && parent.Err() == nil && context.Cause(ctx) == errDeadlineCause
-}
 
 // exceeded builds the *TimeoutError for err and emits the event.
 func (t *deadlineRT) exceeded(ctx context.Context, req *http.Request, d time.Duration, err error) error {
@@ -199,24 +178,23 @@ func (t *deadlineRT) exceeded(ctx context.Context, req *http.Request, d time.Dur
 // read and cancels it once the body is closed or read to its end, so that
 // neither the context's timer nor its resources outlive the call.
 type deadlineState struct {
-	req    http.Request // what the layer below got; req.Context() is the deadline's
-	rc     io.ReadCloser
-	orig   *http.Request // the request the layer got
-	cancel context.CancelFunc
-	t      *deadlineRT
-	d      time.Duration
-	done   bool // the body ended; a timeout is reported once
+	ctx  deadlineCtx
+	req  http.Request // what the layer below got, with ctx
+	rc   io.ReadCloser
+	orig *http.Request // the request the layer got
+	t    *deadlineRT
+	d    time.Duration
+	done bool // the body ended; a timeout is reported once
 }
 
 func (c *deadlineState) Read(p []byte) (int, error) {
 	n, err := c.rc.Read(p)
 	if err != nil && !c.done {
 		c.done = true
-		ctx := c.req.Context()
-		fired := err != io.EOF && c.t.fired(ctx, c.orig.Context())
-		c.cancel()
+		fired := err != io.EOF && c.ctx.ownFired()
+		c.ctx.stop()
 		if fired {
-			return n, c.t.exceeded(ctx, c.orig, c.d, err)
+			return n, c.t.exceeded(&c.ctx, c.orig, c.d, err)
 		}
 	}
 	return n, err
@@ -224,7 +202,7 @@ func (c *deadlineState) Read(p []byte) (int, error) {
 
 func (c *deadlineState) Close() error {
 	err := c.rc.Close()
-	c.cancel()
+	c.ctx.stop()
 	return err
 }
 
