@@ -22,16 +22,27 @@ import (
 // Secret values only enter the digest, never the output. Hash is safe for
 // concurrent use.
 func (c ClientConfig) Hash() string {
-	var val [128]byte
-	w := leafHasher{buf: make([]byte, 0, 2048), val: val[:0]}
+	w := hashers.Get().(*leafHasher)
+	w.buf = w.buf[:0]
 	v := reflect.ValueOf(&c).Elem()
 	for _, l := range hashLeaves() {
 		w.buf = append(w.buf, l.head...)
 		w.leaf(l.f, v.FieldByIndex(l.index))
 	}
 	sum := sha256.Sum256(w.buf)
+	if cap(w.buf) <= 64<<10 { // a client with huge maps does not pin its buffer
+		clear(w.buf) // they held secret values
+		clear(w.val)
+		hashers.Put(w)
+	}
 	return hex.EncodeToString(sum[:])
 }
+
+// hashers recycles the buffers of Hash: a reload of many clients hashes
+// each, and the buffers were most of the bytes it allocated.
+var hashers = sync.Pool{New: func() any {
+	return &leafHasher{buf: make([]byte, 0, 2048), val: make([]byte, 0, 128)}
+}}
 
 // hashLeaf is one leaf of the client schema as Hash writes it.
 type hashLeaf struct {
