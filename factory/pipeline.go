@@ -79,11 +79,17 @@ func (r *Registry) build(name string, c config.ClientConfig, hash string, m mate
 	// The layers, outermost first, as DESIGN.md's pipeline draws them. Every
 	// error that leaves the pipeline, code's own layers' included, is
 	// redacted first.
+	// Code's attempt middleware may change their request and wrap its
+	// context (tracing does): they get a deep clone per attempt and the
+	// standard library's deadline contexts (see TimeoutOptions.StdContext).
+	// Without them every layer below retry is this package's.
+	ownAttempts := len(all.Attempt) == 0 && len(own.Attempt) == 0
+	tmo := middleware.TimeoutOptions{Events: ev, StdContext: !ownAttempts}
 	layers := make([]middleware.Middleware, 0, 16)
 	layers = append(layers, middleware.RedactErrors())
 	layers = append(layers, all.Outer...)
 	layers = append(layers, own.Outer...)
-	layers = append(layers, middleware.Timeout(c.Timeout, ev))
+	layers = append(layers, middleware.TimeoutWith(c.Timeout, tmo))
 	if p.breaker != nil {
 		layers = append(layers, p.breaker.Middleware())
 	}
@@ -93,12 +99,9 @@ func (r *Registry) build(name string, c config.ClientConfig, hash string, m mate
 	layers = append(layers,
 		middleware.Retry(c.Retry, middleware.RetryOptions{
 			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev,
-			// Every layer below is this package's, which copy before they
-			// write, unless code added its own: those get a deep clone per
-			// attempt, free to change it.
-			InnerKeepsRequest: len(all.Attempt) == 0 && len(own.Attempt) == 0,
+			InnerKeepsRequest: ownAttempts,
 		}),
-		middleware.AttemptTimeout(c.Retry.AttemptTimeout, ev),
+		middleware.AttemptTimeoutWith(c.Retry.AttemptTimeout, tmo),
 	)
 	layers = append(layers, all.Attempt...)
 	layers = append(layers, own.Attempt...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -305,6 +306,44 @@ func TestAttemptHookMayChangeItsRequest(t *testing.T) {
 	}
 	if len(req.Header) != 0 || req.URL.RawQuery != "page=2" {
 		t.Errorf("caller's request changed: %v %s", req.Header, req.URL)
+	}
+}
+
+func TestAttemptHookWrappingTheContextStartsNoGoroutine(t *testing.T) {
+	// Tracing-style attempt middleware wrap the context with a value; the
+	// transport then derives a cancelable context from it. With attempt
+	// hooks the timeout layers use the standard library's contexts, which
+	// the context package links without a goroutine.
+	type traceKey struct{}
+	trace := func(next http.RoundTripper) http.RoundTripper {
+		return middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			return next.RoundTrip(req.WithContext(context.WithValue(req.Context(), traceKey{}, "span")))
+		})
+	}
+	var started int
+	base := middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		before := runtime.NumGoroutine()
+		_, cancel := context.WithCancelCause(req.Context()) // as *http.Transport does
+		started = runtime.NumGoroutine() - before
+		cancel(nil)
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
+	})
+	r, err := factory.New(defaultsWithRetries(0), factory.Options{
+		Logger:      discard(),
+		Base:        base,
+		ClientHooks: map[string]factory.Hooks{"billing": {Attempt: []middleware.Middleware{trace}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	resp, err := r.Get("billing").Get("http://billing.test/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if started != 0 {
+		t.Errorf("%d goroutines started for the transport's context under a tracing hook, want 0", started)
 	}
 }
 

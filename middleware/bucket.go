@@ -31,10 +31,13 @@ type bucket struct {
 const (
 	// bucketRetired marks a bucket that has been replaced.
 	bucketRetired = math.MinInt64
-	// maxInterval bounds the time per token at about 13 days, and maxDepth
-	// a full bucket at about 36 years, so that no sum of them overflows.
-	maxInterval = 1 << 50
-	maxDepth    = 1 << 60
+	// maxInterval bounds the time per token at about 13 days, maxDepth a
+	// full bucket at about 36 years, and bucketHorizon full itself at about
+	// 146 years from the epoch: a reservation that would push full past it
+	// is refused, so no sum of them overflows however many attempts wait.
+	maxInterval   = 1 << 50
+	maxDepth      = 1 << 60
+	bucketHorizon = 1 << 62
 )
 
 // newBucket returns a bucket of rps tokens per second (> 0) holding up to
@@ -56,15 +59,19 @@ func newBucket(rps float64, burst int, full int64) *bucket {
 }
 
 // reserve takes a token at time now and returns how long the attempt must
-// wait for it (0 or less: go now). When that wait would exceed limit, it
-// takes nothing and returns the wait with taken false. On a retired bucket
-// it takes nothing and returns retired: the caller reads the current bucket
+// wait for it (0 or less: go now). When that wait would exceed limit, or
+// push full past bucketHorizon, it takes nothing and returns the wait with
+// taken false (math.MaxInt64 past the horizon). On a retired bucket it
+// takes nothing and returns retired: the caller reads the current bucket
 // and tries again.
 func (b *bucket) reserve(now, limit int64) (wait int64, taken, retired bool) {
 	for {
 		f := b.full.Load()
 		if f == bucketRetired {
 			return 0, false, true
+		}
+		if max(f, now) > bucketHorizon-b.interval {
+			return math.MaxInt64, false, false
 		}
 		next := max(f, now) + b.interval
 		wait = next - now - b.depth

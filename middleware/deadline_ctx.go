@@ -17,10 +17,15 @@ import (
 // the parent is done (the parent's Err), or when the layer cancels it
 // because the call is over (context.Canceled). Contexts derived from it are
 // told through the AfterFunc method, which the context package looks for,
-// so no goroutine is started for them. context.Cause of it is its Err when
-// no ancestor is a cancelable context of the standard library, and that
-// ancestor's cause (nil while it is alive) otherwise: the layers read
-// ownFired, not Cause, to tell their deadline from the caller's.
+// so no goroutine is started for them — but only for contexts derived from
+// it directly, or through wrappers that forward AfterFunc (the retry
+// layer's attemptCtx): a context.WithValue in between hides the method, and
+// the context package then starts a goroutine per cancelable context
+// derived below it. The factory therefore uses it only for clients without
+// Hooks.Attempt (TimeoutOptions.StdContext). context.Cause of it is its Err
+// unless an ancestor of the standard library was cancelled with a cause:
+// the layers read ownFired, not Cause, to tell their deadline from the
+// caller's.
 type deadlineCtx struct {
 	parent   context.Context // set before c is shared, then read-only
 	deadline time.Time       // likewise
@@ -52,12 +57,12 @@ var closedDone = func() chan struct{} {
 	return c
 }()
 
-// start arms c: done d from now, or when parent is.
+// start arms c: done at now+d, or when parent is.
 // Either may end c before start has stored what undoes them, so each is
 // stored under mu only if c is still running, and undone at once if not.
-func (c *deadlineCtx) start(parent context.Context, d time.Duration) {
+func (c *deadlineCtx) start(parent context.Context, now time.Time, d time.Duration) {
 	c.parent = parent
-	c.deadline = time.Now().Add(d)
+	c.deadline = now.Add(d)
 	if parent.Done() != nil {
 		if err := parent.Err(); err != nil {
 			c.cancel(err, false)
@@ -86,8 +91,17 @@ func (c *deadlineCtx) keep(set func()) bool {
 	return true
 }
 
-// expire is the timer's function.
-func (c *deadlineCtx) expire() { c.cancel(context.DeadlineExceeded, true) }
+// expire is the timer's function. A parent that ended first, whose own
+// notice has not arrived yet, decides the error, as with the standard
+// library's contexts; the deadline is c's own only if the parent was alive
+// when it passed, and stays so whatever the parent does later.
+func (c *deadlineCtx) expire() {
+	if err := c.parent.Err(); err != nil {
+		c.cancel(err, false)
+		return
+	}
+	c.cancel(context.DeadlineExceeded, true)
+}
 
 // stop ends c because its call is over: its timer and its registration
 // with the parent are released, and what derives from it is cancelled.
@@ -125,7 +139,7 @@ func (c *deadlineCtx) cancel(err error, own bool) {
 func (c *deadlineCtx) ownFired() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.own && c.parent.Err() == nil
+	return c.own
 }
 
 func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
@@ -192,10 +206,13 @@ func (a *afterFunc) stop() bool {
 
 func (c *deadlineCtx) String() string { return "switchboard.deadlineCtx" }
 
-// ownDeadlineFired reports whether the nearest timeout layer's context
-// that ctx derives from ended because its own deadline passed (not because
-// the caller's context ended).
+// ownDeadlineFired reports whether ctx ended because the deadline of a
+// timeout layer passed (not because the caller's context ended): that of
+// the nearest layer's own context ctx derives from, else that of a
+// standard one (TimeoutOptions.StdContext), told by its cause.
 func ownDeadlineFired(ctx context.Context) bool {
-	c, ok := ctx.Value(deadlineCtxKey{}).(*deadlineCtx)
-	return ok && c.ownFired()
+	if c, ok := ctx.Value(deadlineCtxKey{}).(*deadlineCtx); ok && c.ownFired() {
+		return true
+	}
+	return context.Cause(ctx) == errDeadlineCause
 }

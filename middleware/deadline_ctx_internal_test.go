@@ -27,7 +27,7 @@ func TestDeadlineCtxExpires(t *testing.T) {
 		parent := context.WithValue(t.Context(), key{}, "v")
 		c := new(deadlineCtx)
 		start := time.Now()
-		c.start(parent, time.Second)
+		c.start(parent, time.Now(), time.Second)
 		if dl, ok := c.Deadline(); !ok || !dl.Equal(start.Add(time.Second)) {
 			t.Errorf("Deadline: got %v %v, want %v true", dl, ok, start.Add(time.Second))
 		}
@@ -62,11 +62,25 @@ func TestDeadlineCtxExpires(t *testing.T) {
 	})
 }
 
+func TestDeadlineCtxOwnFiredStaysWhenTheParentEndsLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		parent, cancel := context.WithCancel(t.Context())
+		c := new(deadlineCtx)
+		c.start(parent, time.Now(), time.Second)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		cancel() // the caller's context ends after the deadline passed
+		if !c.ownFired() || !errors.Is(c.Err(), context.DeadlineExceeded) {
+			t.Errorf("ownFired %v, Err %v; want true, DeadlineExceeded", c.ownFired(), c.Err())
+		}
+	})
+}
+
 func TestDeadlineCtxFollowsItsParent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		parent, cancel := context.WithCancel(t.Context())
 		c := new(deadlineCtx)
-		c.start(parent, time.Hour)
+		c.start(parent, time.Now(), time.Hour)
 		child, cancelChild := context.WithTimeout(c, 2*time.Hour)
 		defer cancelChild()
 		if dl, _ := child.Deadline(); !dl.Equal(time.Now().Add(time.Hour)) {
@@ -92,7 +106,7 @@ func TestDeadlineCtxParentAlreadyDone(t *testing.T) {
 		parent, cancel := context.WithCancel(t.Context())
 		cancel()
 		c := new(deadlineCtx)
-		c.start(parent, time.Hour)
+		c.start(parent, time.Now(), time.Hour)
 		if !errors.Is(c.Err(), context.Canceled) || !isDone(c.Done()) {
 			t.Errorf("Err %v; want Canceled at once", c.Err())
 		}
@@ -108,7 +122,7 @@ func TestDeadlineCtxStop(t *testing.T) {
 		parent, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		c := new(deadlineCtx)
-		c.start(parent, time.Hour)
+		c.start(parent, time.Now(), time.Hour)
 		child, cancelChild := context.WithCancel(c)
 		defer cancelChild()
 		var calls atomic.Int32
@@ -140,7 +154,7 @@ func TestDeadlineCtxAfterFuncOnDoneContext(t *testing.T) {
 	// caller's (which holds a lock f takes).
 	synctest.Test(t, func(t *testing.T) {
 		c := new(deadlineCtx)
-		c.start(t.Context(), time.Second)
+		c.start(t.Context(), time.Now(), time.Second)
 		c.stop()
 		ran := make(chan struct{})
 		stop := c.AfterFunc(func() { close(ran) })
@@ -156,7 +170,7 @@ func TestDeadlineCtxDerivedContextsStartNoGoroutine(t *testing.T) {
 	// foreign Context type unless it has an AfterFunc method; a transport
 	// derives one per request.
 	c := new(deadlineCtx)
-	c.start(context.Background(), time.Hour)
+	c.start(context.Background(), time.Now(), time.Hour)
 	defer c.stop()
 	before := runtime.NumGoroutine()
 	var cancels []context.CancelFunc
@@ -179,7 +193,7 @@ func TestDeadlineCtxConcurrentUse(t *testing.T) {
 	// Under -race: Done, Err, derived contexts and the end racing.
 	for range 50 {
 		c := new(deadlineCtx)
-		c.start(context.Background(), time.Microsecond)
+		c.start(context.Background(), time.Now(), time.Microsecond)
 		var wg sync.WaitGroup
 		for range 4 {
 			wg.Go(func() {

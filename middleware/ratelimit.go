@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -71,7 +72,8 @@ func (l *RateLimit) Update(s RateLimitSettings) {
 	if old != nil {
 		// Attempts that find old retired wait for nb, published below.
 		tokens := min(old.tokens(old.retire(), now), float64(nb.burst))
-		nb.full.Store(now + int64(math.Round((float64(nb.burst)-tokens)*float64(nb.interval))))
+		ahead := min((float64(nb.burst)-tokens)*float64(nb.interval), float64(bucketHorizon-now))
+		nb.full.Store(now + int64(math.Round(ahead)))
 	}
 	l.b.Store(nb)
 }
@@ -134,14 +136,24 @@ func (t *rateLimitRT) RoundTrip(req *http.Request) (*http.Response, error) {
 // wait takes a token for req, waiting for it if need be.
 func (l *RateLimit) wait(req *http.Request) error {
 	ctx := req.Context()
-	var limit int64       // the longest wait allowed
-	deadlineRead := false // until then, limit 0: the fast path reads no deadline
+	// Until a wait is needed, no wait is allowed and the deadline is not
+	// read: the fast path costs one clock read and one compare-and-swap.
+	deadlineRead, hasDeadline := false, false
+	var deadline int64 // the context's deadline on the buckets' clock
 	for {
 		b := l.b.Load()
 		if b == nil {
 			return nil // made unlimited meanwhile
 		}
 		now := l.now()
+		limit := int64(0)
+		switch {
+		case !deadlineRead:
+		case hasDeadline:
+			limit = deadline - now
+		default:
+			limit = math.MaxInt64
+		}
 		w, taken, retired := b.reserve(now, limit)
 		switch {
 		case retired:
@@ -150,12 +162,14 @@ func (l *RateLimit) wait(req *http.Request) error {
 			return nil
 		case taken:
 			return l.sleep(ctx, req, time.Duration(w))
+		case w == math.MaxInt64:
+			return errors.New("switchboard: rate limit: too many attempts already wait for tokens (the wait would end in over a century)")
 		case deadlineRead:
 			return fmt.Errorf("switchboard: rate limit wait of %v would pass the context deadline: %w", time.Duration(w), context.DeadlineExceeded)
 		default:
-			deadlineRead, limit = true, math.MaxInt64
+			deadlineRead = true
 			if dl, ok := ctx.Deadline(); ok {
-				limit = int64(dl.Sub(l.epoch.Add(time.Duration(now))))
+				hasDeadline, deadline = true, int64(dl.Sub(l.epoch))
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -344,4 +345,38 @@ func TestTimeoutErrorText(t *testing.T) {
 
 func BenchmarkTimeout(b *testing.B) {
 	benchRT(b, middleware.Timeout(30*time.Second, nil)(prebuilt()))
+}
+
+func TestTimeoutRetriesStartNoGoroutine(t *testing.T) {
+	// A retry marks its attempt's context; the contexts derived below it
+	// (the attempt timeout's, a transport's) must still find the timeout
+	// layer's AfterFunc, or the context package starts a goroutine for each.
+	synctest.Test(t, func(t *testing.T) {
+		var counts []int
+		n := 0
+		rt := middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			n++
+			_, cancel := context.WithCancelCause(r.Context()) // as *http.Transport does
+			defer cancel(nil)
+			counts = append(counts, runtime.NumGoroutine())
+			code := http.StatusServiceUnavailable
+			if n >= 3 {
+				code = http.StatusOK
+			}
+			return &http.Response{StatusCode: code, Body: http.NoBody, Request: r}, nil
+		})
+		pipeline := middleware.Chain(
+			middleware.Timeout(time.Hour, nil),
+			middleware.Retry(fixedSettings(), middleware.RetryOptions{}),
+			middleware.AttemptTimeout(time.Minute, nil),
+		)(rt)
+		resp, err := pipeline.RoundTrip(newReq(t, context.Background(), "GET", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if len(counts) != 3 || counts[1] != counts[0] || counts[2] != counts[0] {
+			t.Errorf("goroutines seen by attempts 1 to 3: %v; want the same count each time", counts)
+		}
+	})
 }
