@@ -137,21 +137,13 @@ func (r *Registry) apply(cfg config.Config) (changed []string, err error) {
 			prev = old.pipes[i]
 		}
 		// Identity: the effective config and the content of the files it
-		// names. A rotated token or certificate rebuilds the client. An
-		// equal config is unchanged without hashing; any other is hashed
-		// once, here, and build keeps that hash. A pipeline that failed to
-		// build has no hash and is never kept.
-		same := prev != nil && prev.hash != "" && prev.defined == defined && prev.material == mats[i].digest
-		if same && prev.cfg.Equal(want) {
+		// names. A rotated token or certificate rebuilds the client. A
+		// pipeline that failed to build is never kept.
+		if prev != nil && prev.built && prev.defined == defined && prev.material == mats[i].digest && prev.cfg.Equal(want) {
 			g.pipes[i] = prev
 			continue
 		}
-		hash := want.Hash()
-		if same && prev.hash == hash {
-			g.pipes[i] = prev
-			continue
-		}
-		p, err := r.build(name, want, hash, mats[i], defined, g.num, prev)
+		p, err := r.build(name, want, mats[i], defined, g.num, prev)
 		if err != nil {
 			return nil, err
 		}

@@ -16,9 +16,16 @@ const DefaultDrainGrace = 30 * time.Second
 // base wraps a client's base transport to know when it is idle, so that a
 // transport retired by a reload can close its connections as soon as the
 // last request that started on it is done (its response body closed or read
-// to the end), and not before. It is safe for concurrent use.
+// to the end), and not before.
+//
+// The *http.Transport itself is built on the first request: a client that
+// is configured but not called costs no transport (nor its HTTP/2 set-up),
+// which was a third of what loading a config of many clients allocated.
+// It is safe for concurrent use.
 type base struct {
-	rt       http.RoundTripper
+	build    func() *http.Transport // see newTransport
+	mu       sync.Mutex             // serializes the build
+	t        atomic.Pointer[http.Transport]
 	inflight atomic.Int64
 	// drain is the drainer that retired the transport; nil while it serves.
 	drain atomic.Pointer[drainer]
@@ -27,7 +34,7 @@ type base struct {
 // RoundTrip counts the request in flight until its response body is done.
 func (b *base) RoundTrip(req *http.Request) (*http.Response, error) {
 	b.inflight.Add(1)
-	resp, err := b.rt.RoundTrip(req)
+	resp, err := b.transport().RoundTrip(req)
 	// A 101 Switching Protocols response owns its connection, which has left
 	// the transport's pool, and its body must stay an io.Writer: nothing to
 	// track.
@@ -52,12 +59,29 @@ func (b *base) done() {
 	}
 }
 
-// closeIdle closes the idle connections. On an *http.Transport it also sets
-// the transport's closeIdle flag, so that connections becoming idle later
-// are closed instead of pooled, until a new request asks for a connection.
+// transport returns the transport, built on the first call.
+func (b *base) transport() *http.Transport {
+	if t := b.t.Load(); t != nil {
+		return t
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t := b.t.Load(); t != nil {
+		return t
+	}
+	t := b.build()
+	b.t.Store(t)
+	return t
+}
+
+// closeIdle closes the idle connections, if the transport has been built
+// (a request that builds it later, on a retired base, ends with done, which
+// closes them then). It also sets the transport's closeIdle flag, so that
+// connections becoming idle later are closed instead of pooled, until a new
+// request asks for a connection.
 func (b *base) closeIdle() {
-	if c, ok := b.rt.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
+	if t := b.t.Load(); t != nil {
+		t.CloseIdleConnections()
 	}
 }
 

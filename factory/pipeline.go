@@ -3,6 +3,7 @@ package factory
 import (
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/middleware"
@@ -14,10 +15,10 @@ import (
 type pipeline struct {
 	name    string
 	cfg     config.ClientConfig
-	hash    string
+	built   bool // false for the errTransport of a client that failed to build
 	defined bool // the config has a section for this client
 	// material is the digest of the resolved secret and TLS files (see
-	// material): with hash, the pipeline's identity. tlsDigest is the part
+	// material): with cfg, the pipeline's identity. tlsDigest is the part
 	// of it that the base transport depends on.
 	material  string
 	tlsDigest string
@@ -31,20 +32,32 @@ type pipeline struct {
 	breaker  *middleware.Breaker
 	bulkhead *middleware.Bulkhead
 	limiter  *middleware.RateLimit
+
+	// hash is cfg.Hash(), made when Status first asks: a reload compares
+	// configs with ClientConfig.Equal, and hashing every new client was a
+	// third of loading a config.
+	hashOnce sync.Once
+	hash     string
 }
 
-// build makes the pipeline of client name from c (whose Hash is hash) and
+// configHash returns cfg.Hash(), computed once.
+func (p *pipeline) configHash() string {
+	p.hashOnce.Do(func() { p.hash = p.cfg.Hash() })
+	return p.hash
+}
+
+// build makes the pipeline of client name from c and
 // its resolved material m, reusing from old (the pipeline it replaces, or
 // nil) whatever did not change: the base transport and its warm
 // connections when the transport and tls blocks and the TLS files' contents
 // are equal, and the stateful components, retuned in place.
-func (r *Registry) build(name string, c config.ClientConfig, hash string, m material, defined bool, gen uint64, old *pipeline) (p *pipeline, err error) {
+func (r *Registry) build(name string, c config.ClientConfig, m material, defined bool, gen uint64, old *pipeline) (p *pipeline, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p, err = nil, fmt.Errorf("client %q: building pipeline panicked: %v", name, v)
 		}
 	}()
-	p = &pipeline{name: name, cfg: c, hash: hash, defined: defined, gen: gen, material: m.digest, tlsDigest: m.tlsDigest}
+	p = &pipeline{name: name, cfg: c, built: true, defined: defined, gen: gen, material: m.digest, tlsDigest: m.tlsDigest}
 
 	var bottom http.RoundTripper
 	if r.opts.Base != nil {
@@ -53,11 +66,11 @@ func (r *Registry) build(name string, c config.ClientConfig, hash string, m mate
 		if old != nil && old.base != nil && old.cfg.Transport == c.Transport && old.cfg.TLS == c.TLS && old.tlsDigest == m.tlsDigest {
 			p.base = old.base
 		} else {
-			t, err := newTransport(sectionOf(name, defined), c.Transport, m.tls)
+			build, err := newTransport(sectionOf(name, defined), c.Transport, m.tls)
 			if err != nil {
 				return nil, err
 			}
-			p.base = &base{rt: t}
+			p.base = &base{build: build}
 		}
 		bottom = p.base
 	}

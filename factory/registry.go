@@ -173,7 +173,7 @@ func (r *Registry) add(name string) *http.Client {
 		}()
 		m, err := resolve(sectionOf(name, defined), cc, r.opts.Base == nil, fileCache{})
 		if err == nil {
-			p, err = r.build(name, cc, cc.Hash(), m, defined, g.num, nil)
+			p, err = r.build(name, cc, m, defined, g.num, nil)
 		}
 		if err == nil {
 			r.warnInsecure(p)

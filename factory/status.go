@@ -67,7 +67,7 @@ func (r *Registry) snapshot() (Status, []*pipeline) {
 	s.Clients = make([]ClientStatus, 0, len(g.pipes))
 	pipes := slices.Clone(g.pipes)
 	for _, p := range pipes {
-		cs := ClientStatus{Name: p.name, Defined: p.defined, ConfigHash: p.hash, Generation: p.gen}
+		cs := ClientStatus{Name: p.name, Defined: p.defined, ConfigHash: p.configHash(), Generation: p.gen}
 		if p.budget != nil {
 			cs.BudgetBalance = p.budget.Balance()
 		}
