@@ -14,9 +14,12 @@ var okTransport = middleware.RoundTripperFunc(func(req *http.Request) (*http.Res
 	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
 })
 
-func benchRegistry(b *testing.B) *factory.Registry {
+func benchRegistry(b *testing.B) *factory.Registry { return benchRegistryWith(b, factory.Hooks{}) }
+
+// benchRegistryWith is benchRegistry with hooks for client billing.
+func benchRegistryWith(b *testing.B, h factory.Hooks) *factory.Registry {
 	cfg := config.Config{Defaults: config.Default(), Clients: map[string]config.ClientConfig{"billing": config.Default()}}
-	r, err := factory.New(cfg, factory.Options{Base: okTransport, Logger: discard()})
+	r, err := factory.New(cfg, factory.Options{Base: okTransport, Logger: discard(), ClientHooks: map[string]factory.Hooks{"billing": h}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -91,8 +94,14 @@ func benchClient(b *testing.B, c *http.Client) {
 }
 
 // BenchmarkRequest compares a GET through the built-in default pipeline
-// (retry, budget, 30s timeout) with the same in-memory transport bare.
+// (retry, budget, 30s timeout) with the same in-memory transport bare, and
+// with an attempt hook that does nothing: what a client with Hooks.Attempt
+// pays for its deep clones and standard deadline contexts.
 func BenchmarkRequest(b *testing.B) {
 	b.Run("bare", func(b *testing.B) { benchClient(b, &http.Client{Transport: okTransport}) })
 	b.Run("defaults", func(b *testing.B) { benchClient(b, benchRegistry(b).Get("billing")) })
+	b.Run("defaults+attempt-hook", func(b *testing.B) {
+		noop := func(next http.RoundTripper) http.RoundTripper { return next }
+		benchClient(b, benchRegistryWith(b, factory.Hooks{Attempt: []middleware.Middleware{noop}}).Get("billing"))
+	})
 }

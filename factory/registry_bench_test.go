@@ -160,8 +160,9 @@ func BenchmarkRequestAllLayers(b *testing.B) {
 
 // BenchmarkApply measures configuration changes of 100 and 1,000 clients:
 //
-//   - new: factory.New, which validates and builds every pipeline with its
-//     own *http.Transport (no Options.Base), then Close;
+//   - new: factory.New, which validates and builds every pipeline (each
+//     with a base transport of its own, built on first use: none here),
+//     then Close;
 //   - rebuild: Apply of a config that changes every client's retry block, so
 //     that every pipeline is rebuilt (transports are kept);
 //   - one-changed: Apply of a config that changes one client of 1,000;
