@@ -26,14 +26,7 @@ func BenchmarkHeaders(b *testing.B) {
 	b.Run("present", func(b *testing.B) {
 		req, _ := http.NewRequest(http.MethodGet, "http://svc.test/v1/items", nil)
 		req.Header.Set("User-Agent", "caller/1")
-		b.ReportAllocs()
-		for b.Loop() {
-			resp, err := rt.RoundTrip(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			resp.Body.Close()
-		}
+		serialRT(b, rt, req)
 	})
 }
 
@@ -122,15 +115,6 @@ func BenchmarkLayersAdded(b *testing.B) {
 	rt := prebuilt()
 	for i, l := range layers {
 		rt = middleware.Chain(l.mw)(rt)
-		b.Run(fmt.Sprintf("%d-%s", i+1, l.name), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				resp, err := rt.RoundTrip(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				resp.Body.Close()
-			}
-		})
+		b.Run(fmt.Sprintf("%d-%s", i+1, l.name), func(b *testing.B) { serialRT(b, rt, req) })
 	}
 }
