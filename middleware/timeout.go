@@ -74,7 +74,7 @@ func Timeout(d time.Duration, ev *Events) Middleware {
 
 // TimeoutOptions are the code-only options of TimeoutWith and
 // AttemptTimeoutWith. The zero value emits no events and uses the layer's
-// own context.
+// own context. The layers copy it; it may be reused.
 type TimeoutOptions struct {
 	// Events receives EventTimeoutExceeded; nil means no events.
 	Events *Events
@@ -92,14 +92,19 @@ type TimeoutOptions struct {
 	StdContext bool
 }
 
-// TimeoutWith is Timeout with options.
+// TimeoutWith is Timeout with options: events go to o.Events (nil: none),
+// and o.StdContext picks the context the layers below get. A d of zero (or
+// less) means no deadline. It is safe for concurrent use.
 func TimeoutWith(d time.Duration, o TimeoutOptions) Middleware {
 	return func(next http.RoundTripper) http.RoundTripper {
 		return &deadlineRT{next: next, d: d, kind: deadlineCall, ev: o.Events, std: o.StdContext}
 	}
 }
 
-// AttemptTimeoutWith is AttemptTimeout with options.
+// AttemptTimeoutWith is AttemptTimeout with options: events go to o.Events
+// (nil: none), and o.StdContext picks the context the layers below get. A d
+// of zero (or less) means no per-attempt deadline. It is safe for
+// concurrent use.
 func AttemptTimeoutWith(d time.Duration, o TimeoutOptions) Middleware {
 	return func(next http.RoundTripper) http.RoundTripper {
 		return &deadlineRT{next: next, d: d, kind: deadlineAttempt, ev: o.Events, std: o.StdContext}
