@@ -40,8 +40,12 @@ type pipeline struct {
 	hash     string
 }
 
-// configHash returns cfg.Hash(), computed once.
+// configHash returns cfg.Hash(), computed once; "" for a pipeline that
+// failed to build, which runs no config.
 func (p *pipeline) configHash() string {
+	if !p.built {
+		return ""
+	}
 	p.hashOnce.Do(func() { p.hash = p.cfg.Hash() })
 	return p.hash
 }
@@ -95,7 +99,8 @@ func (r *Registry) build(name string, c config.ClientConfig, m material, defined
 	// Code's attempt middleware may change their request and wrap its
 	// context (tracing does): they get a deep clone per attempt and the
 	// standard library's deadline contexts (see TimeoutOptions.StdContext).
-	// Without them every layer below retry is this package's.
+	// Without them every layer below retry is this package's, down to the
+	// base transport (Options.Base must keep the same rules: see there).
 	ownAttempts := len(all.Attempt) == 0 && len(own.Attempt) == 0
 	tmo := middleware.TimeoutOptions{Events: ev, StdContext: !ownAttempts}
 	layers := make([]middleware.Middleware, 0, 16)

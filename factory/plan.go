@@ -128,8 +128,8 @@ func (p ClientPlan) Component(name string) Change {
 // client that either defines, sorted by name. It applies Registry.Apply's
 // rules without building anything:
 //
-//   - a client whose effective config (config.ClientConfig.Hash) did not
-//     change keeps its pipeline untouched;
+//   - a client whose effective config did not change
+//     (config.ClientConfig.Equal) keeps its pipeline untouched;
 //   - within a changed client, the base transport and its connections are
 //     kept unless the transport or tls block changed;
 //   - the retry budget is always kept, retuned in place when retry.budget
@@ -172,7 +172,7 @@ func Plan(old, new config.Config) []ClientPlan {
 			p := planChanged(name, oc, new.Defaults)
 			p.Action = ActionRemoved
 			out = append(out, p)
-		case oc.Hash() == nc.Hash():
+		case oc.Equal(nc):
 			out = append(out, ClientPlan{Name: name, Action: ActionUnchanged})
 		default:
 			out = append(out, planChanged(name, oc, nc))

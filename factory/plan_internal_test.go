@@ -2,6 +2,7 @@ package factory
 
 import (
 	"io"
+	"math"
 	"log/slog"
 	"testing"
 	"time"
@@ -32,6 +33,9 @@ func TestPlanMatchesApply(t *testing.T) {
 		old, new map[string]config.ClientConfig
 	}{
 		{"nothing changes", map[string]config.ClientConfig{"a": base()}, map[string]config.ClientConfig{"a": base()}},
+		// Equal reads -0 as 0, where Hash tells them apart: Plan follows Apply.
+		{"minus zero is zero", map[string]config.ClientConfig{"a": base()},
+			map[string]config.ClientConfig{"a": with(func(c *config.ClientConfig) { c.RateLimit.RequestsPerSecond = math.Copysign(0, -1) })}},
 		{"retry only", map[string]config.ClientConfig{"a": everything},
 			map[string]config.ClientConfig{"a": with(func(c *config.ClientConfig) {
 				*c = everything

@@ -309,6 +309,47 @@ func TestAttemptHookMayChangeItsRequest(t *testing.T) {
 	}
 }
 
+func TestAttemptHookMayChangeItsRequestWithRetryOff(t *testing.T) {
+	// Without retries the retry layer still hands attempt hooks a deep
+	// clone: a call with max_retries 0, or with retries turned off for it.
+	srv := newServer(t, status(200))
+	hook := func(next http.RoundTripper) http.RoundTripper {
+		return middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			req.Header.Set("X-Hook", "set")
+			return next.RoundTrip(req)
+		})
+	}
+	zero := 0
+	for _, tt := range []struct {
+		name    string
+		retries int
+		ctx     context.Context
+	}{
+		{"max_retries 0", 0, context.Background()},
+		{"overridden to 0", 2, middleware.WithOverrides(context.Background(), middleware.Overrides{MaxRetries: &zero})},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := factory.New(defaultsWithRetries(tt.retries), factory.Options{
+				Logger:      discard(),
+				ClientHooks: map[string]factory.Hooks{"billing": {Attempt: []middleware.Middleware{hook}}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			req, _ := http.NewRequestWithContext(tt.ctx, http.MethodPost, srv.URL, nil)
+			resp, err := r.Get("billing").Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if len(req.Header) != 0 {
+				t.Errorf("caller's request changed by an attempt hook: %v", req.Header)
+			}
+		})
+	}
+}
+
 func TestAttemptHookWrappingTheContextStartsNoGoroutine(t *testing.T) {
 	// Tracing-style attempt middleware wrap the context with a value; the
 	// transport then derives a cancelable context from it. With attempt

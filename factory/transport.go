@@ -14,10 +14,14 @@ import (
 // that builds its base *http.Transport: a clone of http.DefaultTransport
 // (never DefaultTransport itself) set from the block, with tcfg (built by
 // tlsConfig from the tls block and the files it names) as its TLS
-// configuration. Every error is found here, at load time; the build itself
-// cannot fail, so that base can run it on first use. Errors name prefix +
-// key.
+// configuration. Every error is found here, at load time (http.DefaultTransport
+// is read now, too); the build itself cannot fail, so that base can run it
+// on first use. Errors name prefix + key.
 func newTransport(prefix string, tc config.TransportConfig, tcfg *tls.Config) (func() *http.Transport, error) {
+	dt, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return nil, fmt.Errorf("%s.transport: http.DefaultTransport is a %T, not the *http.Transport to clone", prefix, http.DefaultTransport)
+	}
 	proxy := http.ProxyFromEnvironment
 	if tc.ProxyURL != "" {
 		u, err := url.Parse(tc.ProxyURL)
@@ -28,7 +32,7 @@ func newTransport(prefix string, tc config.TransportConfig, tcfg *tls.Config) (f
 		proxy = http.ProxyURL(u)
 	}
 	return func() *http.Transport {
-		t := http.DefaultTransport.(*http.Transport).Clone()
+		t := dt.Clone()
 		d := &net.Dialer{Timeout: tc.DialTimeout, KeepAlive: tc.KeepAlive}
 		t.DialContext = d.DialContext
 		t.TLSHandshakeTimeout = tc.TLSHandshakeTimeout

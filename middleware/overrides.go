@@ -63,7 +63,9 @@ func WithOverrides(ctx context.Context, o Overrides) context.Context {
 			o.Timeout = prev.Timeout
 		}
 	}
-	overridesUsed.Store(true)
+	if !overridesUsed.Load() { // a store on every call would bounce the cache line every request reads
+		overridesUsed.Store(true)
+	}
 	// A pointer is stored rather than the struct: the pointer fits in the
 	// interface word, and OverridesFrom copies it out without allocating.
 	return context.WithValue(ctx, overridesKey{}, &o)

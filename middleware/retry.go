@@ -61,10 +61,12 @@ type RetryOptions struct {
 	// http.Client, and every retry gets its own *http.Request with its own
 	// context and body, whose URL, Header and other maps are the caller's,
 	// shared read-only, in place of a deep clone: on the success path that
-	// saves about half the layer's cost and two allocations. False (the zero
-	// value) deep-clones every attempt, so a layer below may change its
-	// request freely. The factory sets it for a client without
-	// Hooks.Attempt.
+	// saves most of the layer's cost (BenchmarkRetry: ~500 ns to ~100 ns)
+	// and two allocations. False (the zero value) deep-clones every
+	// attempt, a call without retries included, so a layer below may change
+	// its request freely. The factory sets it for a client without
+	// Hooks.Attempt. Like the rest of RetryOptions it is read once, by
+	// Retry.
 	InnerKeepsRequest bool
 }
 
@@ -104,7 +106,8 @@ type RetryOptions struct {
 // are always closed, as the RoundTripper contract requires.
 //
 // With MaxRetries 0 (and no override) the layer only deposits into the budget
-// and passes the request on as is. The retry layer reads status codes, which
+// and passes the request on: as is with InnerKeepsRequest, else a deep
+// clone of it. The retry layer reads status codes, which
 // a plain RoundTripper does not; that is its job. It is safe for concurrent
 // use; s and o are copied.
 func Retry(s RetrySettings, o RetryOptions) Middleware {
@@ -210,6 +213,9 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	maxRetries := maxRetriesFor(ctx, p.s.MaxRetries)
 	if maxRetries == 0 {
+		if !p.shallow {
+			req = cloneRequest(ctx, req) // the layers below may change their request
+		}
 		return rt.next.RoundTrip(req)
 	}
 	// The body plan stays on this frame; only a body that must be buffered

@@ -74,7 +74,9 @@ func Timeout(d time.Duration, ev *Events) Middleware {
 
 // TimeoutOptions are the code-only options of TimeoutWith and
 // AttemptTimeoutWith. The zero value emits no events and uses the layer's
-// own context. The layers copy it; it may be reused.
+// own context. TimeoutWith and AttemptTimeoutWith copy it: it may be reused
+// and changed afterwards, and the layers they make are safe for concurrent
+// use.
 type TimeoutOptions struct {
 	// Events receives EventTimeoutExceeded; nil means no events.
 	Events *Events
