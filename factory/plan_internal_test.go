@@ -2,8 +2,8 @@ package factory
 
 import (
 	"io"
-	"math"
 	"log/slog"
+	"math"
 	"testing"
 	"time"
 
