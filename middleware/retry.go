@@ -99,17 +99,18 @@ type RetryOptions struct {
 //
 // Each attempt is sent as a fresh clone of the caller's request (deep
 // where req.Clone is deep, unless RetryOptions.InnerKeepsRequest says the
-// layers below change nothing), and the caller's request is never changed. A response that will be retried is
-// drained (up to 64 KiB) and closed before the wait. The last response is
-// returned intact: running out of attempts is not an error, and it emits
-// EventRetryExhausted when that last outcome was retryable. Request bodies
-// are always closed, as the RoundTripper contract requires.
+// layers below change nothing), and the caller's request is never changed.
+// A response that will be retried is drained (up to 64 KiB) and closed
+// before the wait. The last response is returned intact: running out of
+// attempts is not an error, and it emits EventRetryExhausted when that last
+// outcome was retryable. Request bodies are always closed, as the
+// RoundTripper contract requires.
 //
-// With MaxRetries 0 (and no override) the layer only deposits into the budget
-// and passes the request on: as is with InnerKeepsRequest, else a deep
-// clone of it. The retry layer reads status codes, which
-// a plain RoundTripper does not; that is its job. It is safe for concurrent
-// use; s and o are copied.
+// With MaxRetries 0 (and no override) the layer only deposits into the
+// budget and passes the request on: as is with InnerKeepsRequest, else a
+// deep clone of it. The retry layer reads status codes, which a plain
+// RoundTripper does not; that is its job. It is safe for concurrent use; s
+// and o are copied.
 func Retry(s RetrySettings, o RetryOptions) Middleware {
 	p := newRetryPolicy(s, o)
 	return func(next http.RoundTripper) http.RoundTripper {
