@@ -4,10 +4,8 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"os"
 	"strconv"
 	"strings"
@@ -23,21 +21,35 @@ import (
 // whether anything changed.
 type material struct {
 	cred middleware.Credential
-	tls  *tls.Config // nil when the tls block is ignored (Options.Base)
+	// tls is the TLS configuration, nil when the tls block is ignored
+	// (Options.Base). It is a template, never handed to a transport: one
+	// without files is shared by every client with the same tls block in a
+	// load, and newTransport gives each transport a clone.
+	tls *tls.Config
 	// digest covers everything above (the config's own values and the
-	// files' contents); tlsDigest covers the TLS files alone. Both are hex
-	// SHA-256, never the secrets themselves.
-	digest    string
-	tlsDigest string
+	// files' contents); tlsDigest covers the TLS files alone. Both are
+	// SHA-256 sums, never the secrets themselves; tlsDigest is zero when the
+	// tls block names no file.
+	digest    [sha256.Size]byte
+	tlsDigest [sha256.Size]byte
 }
 
 // fileCache holds the files read during one apply, so that a CA bundle
 // shared by many clients is read once and all of them see the same bytes.
+// It also holds the TLS templates of tls blocks that name no file, one per
+// distinct block.
 type fileCache map[string]fileRead
+
+// tlsKey is the fileCache key of the TLS template of a tls block without
+// files; no file path starts with a NUL byte.
+func tlsKey(c config.TLSConfig) string {
+	return "\x00tls:" + c.MinVersion + "\x00" + c.ServerName + "\x00" + strconv.FormatBool(c.InsecureSkipVerify)
+}
 
 type fileRead struct {
 	b   []byte
 	err error
+	tls *tls.Config // for a tlsKey entry
 }
 
 func (fc fileCache) read(path string) ([]byte, error) {
@@ -45,7 +57,7 @@ func (fc fileCache) read(path string) ([]byte, error) {
 		return r.b, r.err
 	}
 	b, err := os.ReadFile(path)
-	fc[path] = fileRead{b, err}
+	fc[path] = fileRead{b: b, err: err}
 	return b, err
 }
 
@@ -95,37 +107,48 @@ func resolve(prefix string, c config.ClientConfig, withTLS bool, fc fileCache) (
 		Password: secret("auth.basic.password_file", a.Basic.Password, a.Basic.PasswordFile),
 	}
 
-	th := sha256.New()
 	if withTLS {
-		var err error
-		m.tls, err = tlsConfig(prefix, c.TLS, fc, th)
-		if err != nil {
-			errs = append(errs, err)
+		c := c.TLS
+		if c.CAFile == "" && c.CertFile == "" && c.KeyFile == "" {
+			// No file: the template depends on the block alone.
+			key := tlsKey(c)
+			if r, ok := fc[key]; ok {
+				m.tls = r.tls
+			} else {
+				t, err := tlsConfig(prefix, c, fc, nil)
+				if err != nil {
+					errs = append(errs, err) // not kept: each client's error names its own key
+				} else {
+					fc[key] = fileRead{tls: t}
+				}
+				m.tls = t
+			}
+		} else {
+			var files []byte
+			t, err := tlsConfig(prefix, c, fc, &files)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			m.tls, m.tlsDigest = t, sha256.Sum256(files)
 		}
 	}
 	if len(errs) > 0 {
 		return material{}, errors.Join(errs...)
 	}
-	m.tlsDigest = hex.EncodeToString(th.Sum(nil))
-	h := sha256.New()
-	writeParts(h, m.cred.Bearer, m.cred.Username, m.cred.Password, m.tlsDigest)
-	m.digest = hex.EncodeToString(h.Sum(nil))
+	var buf [256]byte
+	m.digest = sha256.Sum256(appendParts(buf[:0], m.cred.Bearer, m.cred.Username, m.cred.Password, string(m.tlsDigest[:])))
+	clear(buf[:]) // it held the credential
 	return m, nil
 }
 
-// writeParts writes each part with its length, so that no two different
-// sequences of parts write the same bytes.
-func writeParts(h hash.Hash, parts ...string) {
-	n := 0
-	for _, p := range parts {
-		n += 21 + len(p) // 20 digits at most, ':', the part
-	}
-	b := make([]byte, 0, n)
+// appendParts appends each part to b with its length, so that no two
+// different sequences of parts give the same bytes.
+func appendParts(b []byte, parts ...string) []byte {
 	for _, p := range parts {
 		b = strconv.AppendInt(b, int64(len(p)), 10)
 		b = append(append(b, ':'), p...)
 	}
-	h.Write(b) // one write of "%d:%s" per part, without fmt
+	return b
 }
 
 // tlsVersions maps the tls.min_version values to crypto/tls constants.
@@ -140,8 +163,12 @@ var tlsVersions = map[string]uint16{
 // tlsConfig builds the client TLS configuration of the tls block c: minimum
 // version, server name, insecure_skip_verify, the CA bundle (which replaces
 // the system roots) and the client key pair (mTLS), reading the files
-// through fc and writing their contents to th. Errors name prefix + key.
-func tlsConfig(prefix string, c config.TLSConfig, fc fileCache, th hash.Hash) (*tls.Config, error) {
+// through fc and appending their contents to *files (nil: c names none).
+// Errors name prefix + key.
+func tlsConfig(prefix string, c config.TLSConfig, fc fileCache, files *[]byte) (*tls.Config, error) {
+	if files == nil {
+		files = new([]byte)
+	}
 	var errs []error
 	fail := func(key string, err error) {
 		errs = append(errs, fmt.Errorf("%s.tls.%s: %w", prefix, key, err))
@@ -157,7 +184,7 @@ func tlsConfig(prefix string, c config.TLSConfig, fc fileCache, th hash.Hash) (*
 	}
 	if c.CAFile != "" {
 		pem, err := fc.read(c.CAFile)
-		writeParts(th, "ca", string(pem))
+		*files = appendParts(*files, "ca", string(pem))
 		if err != nil {
 			fail("ca_file", err)
 		} else {
@@ -171,7 +198,7 @@ func tlsConfig(prefix string, c config.TLSConfig, fc fileCache, th hash.Hash) (*
 	if c.CertFile != "" || c.KeyFile != "" {
 		certPEM, cerr := fc.read(c.CertFile)
 		keyPEM, kerr := fc.read(c.KeyFile)
-		writeParts(th, "cert", string(certPEM), "key", string(keyPEM))
+		*files = appendParts(*files, "cert", string(certPEM), "key", string(keyPEM))
 		switch {
 		case c.CertFile == "":
 			fail("cert_file", errors.New("must be set when key_file is set"))

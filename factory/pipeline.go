@@ -1,6 +1,7 @@
 package factory
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"sync"
@@ -20,8 +21,8 @@ type pipeline struct {
 	// material is the digest of the resolved secret and TLS files (see
 	// material): with cfg, the pipeline's identity. tlsDigest is the part
 	// of it that the base transport depends on.
-	material  string
-	tlsDigest string
+	material  [sha256.Size]byte
+	tlsDigest [sha256.Size]byte
 	gen       uint64
 	rt        http.RoundTripper
 	base      *base // nil when Options.Base is used

@@ -12,8 +12,9 @@ import (
 
 // newTransport checks a client's transport block and returns the function
 // that builds its base *http.Transport: a clone of http.DefaultTransport
-// (never DefaultTransport itself) set from the block, with tcfg (built by
-// tlsConfig from the tls block and the files it names) as its TLS
+// (never DefaultTransport itself) set from the block, with a clone of tcfg
+// (built by tlsConfig from the tls block and the files it names, and maybe
+// shared: net/http writes to its transport's TLS configuration) as its TLS
 // configuration. Every error is found here, at load time (http.DefaultTransport
 // is read now, too); the build itself cannot fail, so that base can run it
 // on first use. Errors name prefix + key.
@@ -44,7 +45,7 @@ func newTransport(prefix string, tc config.TransportConfig, tcfg *tls.Config) (f
 		t.DisableKeepAlives = tc.DisableKeepAlives
 		t.ForceAttemptHTTP2 = tc.ForceHTTP2
 		t.Proxy = proxy
-		t.TLSClientConfig = tcfg
+		t.TLSClientConfig = tcfg.Clone()
 		return t
 	}, nil
 }
