@@ -1,12 +1,13 @@
 package factory
 
 import (
-	"io"
 	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchboard-http/switchboard/middleware"
 )
 
 // DefaultDrainGrace is the drain grace period used when Options.DrainGrace
@@ -27,8 +28,16 @@ type base struct {
 	mu       sync.Mutex             // serializes the build
 	t        atomic.Pointer[http.Transport]
 	inflight atomic.Int64
+	doneFn   func() // done as a func value, made once for OnBodyEnd
 	// drain is the drainer that retired the transport; nil while it serves.
 	drain atomic.Pointer[drainer]
+}
+
+// newBase returns the base of the transport that build makes.
+func newBase(build func() *http.Transport) *base {
+	b := &base{build: build}
+	b.doneFn = b.done
+	return b
 }
 
 // RoundTrip counts the request in flight until its response body is done.
@@ -43,7 +52,7 @@ func (b *base) RoundTrip(req *http.Request) (*http.Response, error) {
 		b.done()
 		return resp, err
 	}
-	resp.Body = &trackedBody{ReadCloser: resp.Body, b: b}
+	resp.Body = middleware.OnBodyEnd(resp.Body, b.doneFn)
 	return resp, nil
 }
 
@@ -82,34 +91,6 @@ func (b *base) transport() *http.Transport {
 func (b *base) closeIdle() {
 	if t := b.t.Load(); t != nil {
 		t.CloseIdleConnections()
-	}
-}
-
-// trackedBody reports the end of a request to its base transport exactly
-// once: on Close, or on the read that returns an error (io.EOF included).
-type trackedBody struct {
-	io.ReadCloser
-	b    *base
-	done atomic.Bool
-}
-
-func (t *trackedBody) Read(p []byte) (int, error) {
-	n, err := t.ReadCloser.Read(p)
-	if err != nil {
-		t.finish()
-	}
-	return n, err
-}
-
-func (t *trackedBody) Close() error {
-	err := t.ReadCloser.Close()
-	t.finish()
-	return err
-}
-
-func (t *trackedBody) finish() {
-	if t.done.CompareAndSwap(false, true) {
-		t.b.done()
 	}
 }
 

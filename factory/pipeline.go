@@ -75,7 +75,7 @@ func (r *Registry) build(name string, c config.ClientConfig, m material, defined
 			if err != nil {
 				return nil, err
 			}
-			p.base = &base{build: build}
+			p.base = newBase(build)
 		}
 		bottom = p.base
 	}

@@ -3,7 +3,6 @@ package middleware
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -48,6 +47,9 @@ type Bulkhead struct {
 	inUse   atomic.Int64 // slots held, including granted waiters
 	waiting atomic.Int64 // written under mu
 
+	// releaseFn is release as a func value, made once for OnBodyEnd.
+	releaseFn func()
+
 	mu      sync.Mutex
 	maxWait time.Duration // guarded by mu
 	head    *bulkheadWaiter
@@ -69,6 +71,7 @@ type bulkheadWaiter struct {
 // The Bulkhead is safe for concurrent use.
 func NewBulkhead(s BulkheadSettings, ev *Events) *Bulkhead {
 	b := &Bulkhead{ev: ev}
+	b.releaseFn = b.release
 	b.Update(s)
 	return b
 }
@@ -156,11 +159,7 @@ func (t *bulkheadRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	held = false
-	if rwc, ok := resp.Body.(io.ReadWriteCloser); ok {
-		resp.Body = &bulkheadRWBody{bulkheadBody{rc: rwc, b: b}, rwc}
-	} else {
-		resp.Body = &bulkheadBody{rc: resp.Body, b: b}
-	}
+	resp.Body = OnBodyEnd(resp.Body, b.releaseFn)
 	return resp, nil
 }
 
@@ -303,41 +302,3 @@ func (b *Bulkhead) removeLocked(w *bulkheadWaiter) {
 	}
 	w.prev, w.next = nil, nil
 }
-
-// bulkheadBody frees its call's slot when the body is closed or read to its
-// end, whichever comes first. The flag makes the release happen once even
-// when Close races with Read, which net/http allows.
-type bulkheadBody struct {
-	rc   io.ReadCloser
-	b    *Bulkhead
-	done atomic.Bool
-}
-
-func (x *bulkheadBody) Read(p []byte) (int, error) {
-	n, err := x.rc.Read(p)
-	if err != nil {
-		x.release()
-	}
-	return n, err
-}
-
-func (x *bulkheadBody) Close() error {
-	err := x.rc.Close()
-	x.release()
-	return err
-}
-
-func (x *bulkheadBody) release() {
-	if x.done.CompareAndSwap(false, true) {
-		x.b.release()
-	}
-}
-
-// bulkheadRWBody keeps the io.Writer of a writable body (101 Switching
-// Protocols), which net/http's callers look for with a type assertion.
-type bulkheadRWBody struct {
-	bulkheadBody
-	w io.Writer
-}
-
-func (x *bulkheadRWBody) Write(p []byte) (int, error) { return x.w.Write(p) }
