@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-http/switchboard/factory"
+	"github.com/switchboard-http/switchboard/internal/atomicfile"
 	"github.com/switchboard-http/switchboard/internal/logcapture"
 )
 
@@ -77,13 +78,13 @@ func TestTokenFileRewrittenIsUsedAfterReload(t *testing.T) {
 	srv := newAuthServer(t, nil)
 	dir := t.TempDir()
 	token := filepath.Join(dir, "token")
-	writeFile(t, token, "  first-token\n")
+	atomicfile.Write(t, token, "  first-token\n")
 	r, _ := openFile(t, "clients:\n  billing:\n    circuit_breaker: {enabled: true}\n    auth: {host: \""+hostOf(srv.Server)+"\", bearer_token_file: "+token+"}\n",
 		factory.Options{NoWatch: true, Logger: discard()})
 	c := r.Get("billing")
 	get(t, c, srv.URL)
 
-	writeFile(t, token, "second-token\n")
+	atomicfile.Write(t, token, "second-token\n")
 	if err := r.Reload(); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestTokenFileRewrittenIsUsedAfterReload(t *testing.T) {
 		t.Fatalf("got %d connections, want 1: the base transport is kept", n)
 	}
 	// The same content again is no change.
-	writeFile(t, token, "second-token\n")
+	atomicfile.Write(t, token, "second-token\n")
 	if err := r.Reload(); err != nil {
 		t.Fatal(err)
 	}
@@ -113,13 +114,13 @@ func TestWatchedTokenFileRotation(t *testing.T) {
 	srv := newAuthServer(t, nil)
 	dir := t.TempDir()
 	token := filepath.Join(dir, "token")
-	writeFile(t, token, "first-token\n")
+	atomicfile.Write(t, token, "first-token\n")
 	reloaded := make(chan factory.ReloadEvent, 10)
 	r, _ := openFile(t, "clients:\n  billing:\n    auth: {host: \""+hostOf(srv.Server)+"\", bearer_token_file: "+token+"}\n",
 		factory.Options{Debounce: 5 * time.Millisecond, Logger: discard(), OnReload: func(e factory.ReloadEvent) { reloaded <- e }})
 	get(t, r.Get("billing"), srv.URL)
 
-	writeFile(t, token, "second-token\n")
+	atomicfile.Write(t, token, "second-token\n")
 	deadline := time.After(10 * time.Second)
 	for {
 		var e factory.ReloadEvent

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/factory"
+	"github.com/switchboard-http/switchboard/internal/logcapture"
 )
 
 // open returns how many connections the server has open now.
@@ -121,7 +122,7 @@ func TestReloadDrainWaitsForInFlightThenGrace(t *testing.T) {
 		<-release
 		io.WriteString(w, "done")
 	})
-	var logs lockedLog
+	var logs logcapture.Capture
 	cfg := defaultsWithRetries(0)
 	r, err := factory.New(withIdleTimeout(cfg, time.Minute), factory.Options{
 		Logger:     slog.New(slog.NewTextHandler(&logs, nil)),

@@ -11,6 +11,8 @@ import (
 
 	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/factory"
+	"github.com/switchboard-http/switchboard/internal/atomicfile"
+	"github.com/switchboard-http/switchboard/internal/logcapture"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -26,7 +28,7 @@ func (p *panicky) mw(next http.RoundTripper) http.RoundTripper {
 
 // checkRejected checks that a reload was rejected with a panic's error,
 // reported everywhere, and that generation gen still serves edit.
-func checkRejected(t *testing.T, w *watched, logs *lockedLog, e factory.ReloadEvent, gen uint64, panicText, edit string) {
+func checkRejected(t *testing.T, w *watched, logs *logcapture.Capture, e factory.ReloadEvent, gen uint64, panicText, edit string) {
 	t.Helper()
 	if e.Err == nil || !strings.Contains(e.Err.Error(), "panicked") || !strings.Contains(e.Err.Error(), panicText) {
 		t.Fatalf("OnReload: got error %v, want one saying it panicked with %q", e.Err, panicText)
@@ -45,27 +47,27 @@ func checkRejected(t *testing.T, w *watched, logs *lockedLog, e factory.ReloadEv
 
 func TestReloadWhoseBuildPanicsKeepsOldGeneration(t *testing.T) {
 	var hook panicky
-	var logs lockedLog
+	var logs logcapture.Capture
 	path := filepath.Join(t.TempDir(), "clients.yaml")
-	writeFile(t, path, editYAML("1"))
+	atomicfile.Write(t, path, editYAML("1"))
 	w := openWatched(t, path, factory.Options{
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		Hooks:  factory.Hooks{Outer: []middleware.Middleware{hook.mw}},
 	})
 	hook.on.Store(true)
-	writeFile(t, path, editYAML("2"))
+	atomicfile.Write(t, path, editYAML("2"))
 	checkRejected(t, w, &logs, w.events.next(t), 1, "hook constructor exploded", "1")
 
 	hook.on.Store(false) // watching went on: the next edit applies
-	writeFile(t, path, editYAML("3"))
+	atomicfile.Write(t, path, editYAML("3"))
 	w.waitApplied(t, "3")
 }
 
 func TestReloadWhoseLoaderPanicsKeepsOldGeneration(t *testing.T) {
-	var logs lockedLog
+	var logs logcapture.Capture
 	src := &memSource{name: "mem", tree: sourceEdit("s1")}
 	path := filepath.Join(t.TempDir(), "clients.yaml")
-	writeFile(t, path, editYAML("1"))
+	atomicfile.Write(t, path, editYAML("1"))
 	w := openWatched(t, path, factory.Options{
 		Logger:  slog.New(slog.NewTextHandler(&logs, nil)),
 		Sources: []config.Source{src},
@@ -78,11 +80,11 @@ func TestReloadWhoseLoaderPanicsKeepsOldGeneration(t *testing.T) {
 }
 
 func TestReloadOnReloadPanicKeepsWatching(t *testing.T) {
-	var logs lockedLog
+	var logs logcapture.Capture
 	events := newReloads()
 	var calls atomic.Int64
 	path := filepath.Join(t.TempDir(), "clients.yaml")
-	writeFile(t, path, editYAML("1"))
+	atomicfile.Write(t, path, editYAML("1"))
 	r, err := factory.Open(context.Background(), factory.Options{
 		File: path, Debounce: testDebounce, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		OnReload: func(e factory.ReloadEvent) {
@@ -100,9 +102,9 @@ func TestReloadOnReloadPanicKeepsWatching(t *testing.T) {
 
 	// The callback is an observer: its panic does not undo the reload,
 	// which is applied; it is logged at ERROR, and watching goes on.
-	writeFile(t, path, editYAML("2"))
+	atomicfile.Write(t, path, editYAML("2"))
 	w.waitApplied(t, "2")
-	writeFile(t, path, editYAML("3"))
+	atomicfile.Write(t, path, editYAML("3"))
 	w.waitApplied(t, "3")
 	// Reloads run one at a time: the first one's recovery was logged
 	// before the second one called OnReload.
@@ -121,15 +123,15 @@ func (panickingObserver) OnEvent(_ context.Context, e middleware.Event) {
 }
 
 func TestReloadObserverPanicIsRecovered(t *testing.T) {
-	var logs lockedLog
+	var logs logcapture.Capture
 	path := filepath.Join(t.TempDir(), "clients.yaml")
-	writeFile(t, path, editYAML("1"))
+	atomicfile.Write(t, path, editYAML("1"))
 	w := openWatched(t, path, factory.Options{
 		Logger:   slog.New(slog.NewTextHandler(&logs, nil)),
 		Observer: panickingObserver{},
 	})
 	for _, edit := range []string{"2", "3"} {
-		writeFile(t, path, editYAML(edit))
+		atomicfile.Write(t, path, editYAML(edit))
 		w.waitApplied(t, edit)
 	}
 	if !strings.Contains(logs.String(), "Observer panicked") {
@@ -139,7 +141,7 @@ func TestReloadObserverPanicIsRecovered(t *testing.T) {
 
 func TestGetOfNewNameWhoseBuildPanicsFailsItsRequestsUntilReload(t *testing.T) {
 	var hook panicky
-	var logs lockedLog
+	var logs logcapture.Capture
 	srv := editServer(t)
 	cfg := defaultsWithRetries(0)
 	r, err := factory.New(cfg, factory.Options{

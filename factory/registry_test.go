@@ -22,6 +22,7 @@ import (
 
 	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/factory"
+	"github.com/switchboard-http/switchboard/internal/atomicfile"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -63,32 +64,13 @@ func status(code int) http.HandlerFunc {
 	}
 }
 
-// writeFile replaces path's content the way careful editors do: write a
-// temporary file in the same directory, then rename it over path.
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".edit-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tmp.WriteString(content); err != nil {
-		t.Fatal(err)
-	}
-	if err := tmp.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // fastRetry is a retry block with tiny backoffs for tests over real sockets.
 const fastRetry = `initial_backoff: 1ms, max_backoff: 2ms`
 
 func openFile(t *testing.T, yaml string, o factory.Options) (*factory.Registry, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "clients.yaml")
-	writeFile(t, path, yaml)
+	atomicfile.Write(t, path, yaml)
 	o.File = path
 	r, err := factory.Open(context.Background(), o)
 	if err != nil {
@@ -265,7 +247,7 @@ clients:
 	}})
 	billing := r.Get("billing")
 
-	writeFile(t, path, `
+	atomicfile.Write(t, path, `
 clients:
   billing:
     retry: {max_retries: -1}
@@ -289,7 +271,7 @@ clients:
 	}
 
 	// An empty file and a missing file are rejected the same way.
-	writeFile(t, path, "")
+	atomicfile.Write(t, path, "")
 	if err := r.Reload(); err == nil {
 		t.Fatal("Reload of an empty file: got nil error")
 	}
@@ -302,7 +284,7 @@ clients:
 	}
 
 	// A good edit applies and clears the error.
-	writeFile(t, path, "clients:\n  billing:\n    retry: {max_retries: 0}\n")
+	atomicfile.Write(t, path, "clients:\n  billing:\n    retry: {max_retries: 0}\n")
 	if err := r.Reload(); err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +303,7 @@ func TestWatchedAtomicRenameTriggersReload(t *testing.T) {
 		Logger:   discard(),
 		OnReload: func(e factory.ReloadEvent) { reloaded <- e },
 	})
-	writeFile(t, path, "clients:\n  billing:\n    retry: {max_retries: 2, "+fastRetry+"}\n")
+	atomicfile.Write(t, path, "clients:\n  billing:\n    retry: {max_retries: 2, "+fastRetry+"}\n")
 	select {
 	case e := <-reloaded:
 		if e.Err != nil || e.Generation != 2 {
@@ -509,7 +491,7 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 
 func TestOpenRejectsBadFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "clients.yaml")
-	writeFile(t, path, "clients:\n  billing:\n    retry: {max_retires: 2}\n")
+	atomicfile.Write(t, path, "clients:\n  billing:\n    retry: {max_retires: 2}\n")
 	_, err := factory.Open(context.Background(), factory.Options{File: path})
 	if err == nil || !strings.Contains(err.Error(), "max_retries") {
 		t.Fatalf("Open: got %v, want an error suggesting max_retries", err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-http/switchboard/factory"
+	"github.com/switchboard-http/switchboard/internal/atomicfile"
 )
 
 // soakYAML is valid edit n of the soak test: every client sends X-Edit: n
@@ -59,7 +60,7 @@ func TestReloadUnderLoadSoak(t *testing.T) {
 	})
 	events := newReloads()
 	path := filepath.Join(t.TempDir(), "clients.yaml")
-	writeFile(t, path, soakYAML(0, clients))
+	atomicfile.Write(t, path, soakYAML(0, clients))
 	r, err := factory.Open(context.Background(), factory.Options{
 		File: path, Debounce: 5 * time.Millisecond, Logger: discard(), OnReload: events.on,
 	})
@@ -121,7 +122,7 @@ func TestReloadUnderLoadSoak(t *testing.T) {
 		if !valid {
 			content = fmt.Sprintf(soakBad[(i/3)%len(soakBad)], i)
 		}
-		writeFile(t, path, content)
+		atomicfile.Write(t, path, content)
 		e := events.next(t)
 		st := r.Status()
 		if valid {

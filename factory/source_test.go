@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/factory"
+	"github.com/switchboard-http/switchboard/internal/atomicfile"
 )
 
 // memSource is an in-memory config.Source that notifies its watcher on
@@ -74,7 +75,7 @@ func sourceEdit(edit string) map[string]any {
 func TestReloadFromWatchableSource(t *testing.T) {
 	src := &memSource{name: "mem", tree: sourceEdit("s1")}
 	path := filepath.Join(t.TempDir(), "clients.yaml")
-	writeFile(t, path, editYAML("file1"))
+	atomicfile.Write(t, path, editYAML("file1"))
 	w := openWatched(t, path, factory.Options{Sources: []config.Source{src}})
 	if got := w.edit(t); got != "s1" {
 		t.Fatalf("X-Edit at start: got %q, want %q (the source is layered over the file)", got, "s1")
@@ -106,7 +107,7 @@ func TestReloadFromWatchableSource(t *testing.T) {
 	w.waitApplied(t, "s4")
 
 	// The file is still watched, under the source.
-	writeFile(t, path, editYAML("file2")+"    timeout: 7s\n")
+	atomicfile.Write(t, path, editYAML("file2")+"    timeout: 7s\n")
 	w.waitApplied(t, "s4")
 	if st := w.r.Status(); st.Generation != 4 {
 		t.Fatalf("after the file edit: got generation %d, want 4", st.Generation)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-http/switchboard/factory"
+	"github.com/switchboard-http/switchboard/internal/atomicfile"
 	"github.com/switchboard-http/switchboard/internal/logcapture"
 )
 
@@ -19,7 +20,7 @@ import (
 func writeBytes(t *testing.T, dir, name string, content []byte) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
-	writeFile(t, p, string(content))
+	atomicfile.Write(t, p, string(content))
 	return p
 }
 
@@ -148,7 +149,7 @@ func TestInsecureSkipVerifyIsLoggedAtEveryLoad(t *testing.T) {
 	if n := count(); n != 1 {
 		t.Fatalf("after Open: got %d WARNs, want 1", n)
 	}
-	writeFile(t, path, "clients:\n  legacy:\n    tls: {insecure_skip_verify: true}\n  billing: {timeout: 5s}\n")
+	atomicfile.Write(t, path, "clients:\n  legacy:\n    tls: {insecure_skip_verify: true}\n  billing: {timeout: 5s}\n")
 	if err := r.Reload(); err != nil {
 		t.Fatal(err)
 	}

@@ -9,11 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/switchboard-http/switchboard/factory"
+	"github.com/switchboard-http/switchboard/internal/atomicfile"
 )
 
 // End-to-end tests of the file watcher: each drives the real filesystem the
@@ -184,7 +184,7 @@ func TestWatchEditorSaves(t *testing.T) {
 		name string
 		save func(t *testing.T, path, content string)
 	}{
-		{"temp file renamed over it (VS Code, Go atomic writers)", writeFile},
+		{"temp file renamed over it (VS Code, Go atomic writers)", atomicfile.Write},
 		{"original renamed to a backup, new file written, backup removed (vim)", func(t *testing.T, path, content string) {
 			backup := path + "~"
 			if err := os.Rename(path, backup); err != nil {
@@ -213,7 +213,7 @@ func TestWatchEditorSaves(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "clients.yaml")
-			writeFile(t, path, editYAML("1"))
+			atomicfile.Write(t, path, editYAML("1"))
 			w := openWatched(t, path, factory.Options{})
 			for i, edit := range []string{"2", "3"} { // the second save proves watching survived the first
 				tt.save(t, path, editYAML(edit))
@@ -228,7 +228,7 @@ func TestWatchEditorSaves(t *testing.T) {
 
 func TestWatchDeleteThenRecreate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "clients.yaml")
-	writeFile(t, path, editYAML("1"))
+	atomicfile.Write(t, path, editYAML("1"))
 	w := openWatched(t, path, factory.Options{})
 
 	if err := os.Remove(path); err != nil {
@@ -262,7 +262,7 @@ func TestWatchDirectoryReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "clients.yaml")
-	writeFile(t, path, editYAML("1"))
+	atomicfile.Write(t, path, editYAML("1"))
 	w := openWatched(t, path, factory.Options{})
 
 	for _, edit := range []string{"2", "3"} {
@@ -296,7 +296,7 @@ func TestWatchDirectoryReplaced(t *testing.T) {
 // the final content.
 func TestWatchBurstOf100Writes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "clients.yaml")
-	writeFile(t, path, editYAML("0"))
+	atomicfile.Write(t, path, editYAML("0"))
 	w := openWatched(t, path, factory.Options{})
 
 	var maxGap time.Duration
@@ -341,7 +341,7 @@ func TestWatchBurstOf100Writes(t *testing.T) {
 // complete file's reload supersedes it moments later.
 func TestWatchPartialFileIsRejectedOrSuperseded(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "clients.yaml")
-	writeFile(t, path, editYAML("1"))
+	atomicfile.Write(t, path, editYAML("1"))
 	w := openWatched(t, path, factory.Options{})
 	full := "clients:\n  billing:\n    headers: {X-Edit: \"2\"}\n    retry: {max_retries: 0}\n    timeout: 5s\n"
 
@@ -386,22 +386,4 @@ func TestWatchPartialFileIsRejectedOrSuperseded(t *testing.T) {
 	if e.Err != nil || e.Generation != 4 || strings.Join(e.Changed, ",") != "billing" {
 		t.Fatalf("reload of the completed file: got %+v, want generation 4 applied, billing changed", e)
 	}
-}
-
-// lockedLog is a slog destination tests read while the registry writes.
-type lockedLog struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }

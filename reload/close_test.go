@@ -78,7 +78,7 @@ func TestCloseConcurrentWithEvents(t *testing.T) {
 	var writers sync.WaitGroup
 	writers.Go(func() {
 		for i := 0; ; i++ {
-			// Not write/writeAtomic: t.Fatal is for the test's own goroutine.
+			// Not write/atomicfile.Write: t.Fatal is for the test's own goroutine.
 			target := path
 			if i%2 == 1 {
 				target = filepath.Join(dir, "tmp") // then renamed over path

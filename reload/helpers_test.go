@@ -1,15 +1,13 @@
 package reload_test
 
 import (
-	"bytes"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/switchboard-http/switchboard/internal/logcapture"
 	"github.com/switchboard-http/switchboard/reload"
 )
 
@@ -146,51 +144,16 @@ func write(t *testing.T, path, content string) {
 	}
 }
 
-// writeAtomic writes content the way vim, VS Code and Go's atomic writers do: a
-// temporary file in the same directory renamed over the target.
-func writeAtomic(t *testing.T, path, content string) {
-	t.Helper()
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tmp.WriteString(content); err != nil {
-		t.Fatal(err)
-	}
-	if err := tmp.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		t.Fatal(err)
-	}
+// textLogger returns a logger that writes every record, Debug and up, as
+// text to c, which tests read while the watcher writes.
+func textLogger(c *logcapture.Capture) *slog.Logger {
+	return slog.New(slog.NewTextHandler(c, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-// logBuffer is a slog destination tests can read while the watcher writes to it.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// count returns how many records contain every one of parts.
-func (b *logBuffer) count(parts ...string) int {
+// countLines returns how many records in c contain every one of parts.
+func countLines(c *logcapture.Capture, parts ...string) int {
 	n := 0
-	for line := range strings.Lines(b.String()) {
+	for line := range strings.Lines(c.String()) {
 		all := true
 		for _, p := range parts {
 			all = all && strings.Contains(line, p)

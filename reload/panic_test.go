@@ -5,16 +5,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-http/switchboard/internal/atomicfile"
+	"github.com/switchboard-http/switchboard/internal/logcapture"
 	"github.com/switchboard-http/switchboard/reload"
 )
 
 func TestWatchCallbackPanicIsRecoveredAndWatchingGoesOn(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "clients.yaml")
 	write(t, path, "v1")
-	var logs logBuffer
+	var logs logcapture.Capture
 	calls := make(chan int, 10)
 	n := 0
-	w, err := reload.Watch([]string{path}, reload.Options{Debounce: 10 * time.Millisecond, Logger: logs.logger()}, func() {
+	w, err := reload.Watch([]string{path}, reload.Options{Debounce: 10 * time.Millisecond, Logger: textLogger(&logs)}, func() {
 		n++ // fn is never called concurrently with itself
 		calls <- n
 		if n == 1 {
@@ -37,11 +39,11 @@ func TestWatchCallbackPanicIsRecoveredAndWatchingGoesOn(t *testing.T) {
 			t.Fatalf("no callback %d within %v", want, deadline)
 		}
 	}
-	writeAtomic(t, path, "v2")
+	atomicfile.Write(t, path, "v2")
 	wait(1)
-	writeAtomic(t, path, "v3")
+	atomicfile.Write(t, path, "v3")
 	wait(2) // still watching after the panic
-	if c := logs.count("callback panicked", "boom", "event=watch.error"); c != 1 {
+	if c := countLines(&logs, "callback panicked", "boom", "event=watch.error"); c != 1 {
 		t.Fatalf("got %d ERROR records of the panic, want 1; logs:\n%s", c, logs.String())
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/switchboard-http/switchboard/internal/atomicfile"
+	"github.com/switchboard-http/switchboard/internal/logcapture"
 	"github.com/switchboard-http/switchboard/reload"
 )
 
@@ -84,10 +86,10 @@ func TestRestartBackoffSchedule(t *testing.T) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "clients.yaml")
 		write(t, path, "v1")
-		var logs logBuffer
+		var logs logcapture.Capture
 		f := &flakyFactory{fail: map[int]bool{2: true, 3: true}}
 		calls := make(chan time.Time, 10)
-		w, err := reload.WatchWith([]string{path}, reload.Options{Logger: logs.logger()},
+		w, err := reload.WatchWith([]string{path}, reload.Options{Logger: textLogger(&logs)},
 			func() { calls <- time.Now() }, f.new, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -114,13 +116,13 @@ func TestRestartBackoffSchedule(t *testing.T) {
 		if got, want := f.last().watched(), []string{dir}; !slices.Equal(got, want) {
 			t.Errorf("restarted notifier watches %q, want %q", got, want)
 		}
-		if got := logs.count("level=ERROR", "event=watch.error", "overflow"); got != 1 {
+		if got := countLines(&logs, "level=ERROR", "event=watch.error", "overflow"); got != 1 {
 			t.Errorf("got %d ERROR watch.error records naming the failure, want 1\n%s", got, logs.String())
 		}
-		if got := logs.count("level=ERROR", "event=watch.error", "too many open files"); got != 2 {
+		if got := countLines(&logs, "level=ERROR", "event=watch.error", "too many open files"); got != 2 {
 			t.Errorf("got %d ERROR watch.error records for failed restarts, want 2\n%s", got, logs.String())
 		}
-		if got := logs.count("event=watch.restarted"); got != 1 {
+		if got := countLines(&logs, "event=watch.restarted"); got != 1 {
 			t.Errorf("got %d watch.restarted records, want 1", got)
 		}
 
@@ -155,7 +157,7 @@ func TestRestartBackoffIsCappedAt5s(t *testing.T) {
 		}
 		f := &flakyFactory{fail: fail}
 		calls := make(chan struct{}, 10)
-		w, err := reload.WatchWith([]string{path}, reload.Options{Logger: (&logBuffer{}).logger()},
+		w, err := reload.WatchWith([]string{path}, reload.Options{Logger: textLogger(new(logcapture.Capture))},
 			func() { calls <- struct{}{} }, f.new, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -198,7 +200,7 @@ func (f faultyNotifier) Errors() <-chan error { return f.errs }
 func TestRestartOnRealFilesystemKeepsWatching(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "clients.yaml")
 	write(t, path, "v1")
-	var logs logBuffer
+	var logs logcapture.Capture
 	var made atomic.Int32
 	inject := make(chan error)
 	newN := func() (reload.Notifier, error) {
@@ -209,7 +211,7 @@ func TestRestartOnRealFilesystemKeepsWatching(t *testing.T) {
 		}
 		return faultyNotifier{n, inject}, nil
 	}
-	_, r := startWatch(t, []string{path}, watchOpts{opts: reload.Options{Logger: logs.logger()}, newNotifier: newN})
+	_, r := startWatch(t, []string{path}, watchOpts{opts: reload.Options{Logger: textLogger(&logs)}, newNotifier: newN})
 
 	write(t, path, "v2")
 	r.waitFor(t, 0, "v2")
@@ -221,11 +223,11 @@ func TestRestartOnRealFilesystemKeepsWatching(t *testing.T) {
 	if got := made.Load(); got != 2 {
 		t.Errorf("notifier created %d times, want 2", got)
 	}
-	if got := logs.count("level=ERROR", "event=watch.error", "inotify read failed"); got != 1 {
+	if got := countLines(&logs, "level=ERROR", "event=watch.error", "inotify read failed"); got != 1 {
 		t.Errorf("got %d ERROR watch.error records, want 1\n%s", got, logs.String())
 	}
 
 	// The new fsnotify watcher watches the directory again.
-	writeAtomic(t, path, "v3")
+	atomicfile.Write(t, path, "v3")
 	r.waitFor(t, 0, "v3")
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-http/switchboard/internal/atomicfile"
 	"github.com/switchboard-http/switchboard/reload"
 )
 
@@ -21,7 +22,7 @@ func TestEditorSavesMakeReloadDue(t *testing.T) {
 		name string
 		save func(t *testing.T, path, content string)
 	}{
-		{"write temp then rename over (vim, VS Code, Go atomic writers)", writeAtomic},
+		{"write temp then rename over (vim, VS Code, Go atomic writers)", atomicfile.Write},
 		{"truncate then write in several chunks", func(t *testing.T, path, content string) {
 			f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
 			if err != nil {
@@ -86,7 +87,7 @@ func TestNoReloadWhenContentIsUnchanged(t *testing.T) {
 			}
 		}},
 		{"rewrite in place with identical bytes", func(t *testing.T, path string) { write(t, path, content) }},
-		{"atomic rewrite with identical bytes", func(t *testing.T, path string) { writeAtomic(t, path, content) }},
+		{"atomic rewrite with identical bytes", func(t *testing.T, path string) { atomicfile.Write(t, path, content) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,7 +133,7 @@ func TestFileAndDirectoryMissingAtStart(t *testing.T) {
 	}
 	write(t, path, "v1")
 	r.waitFor(t, 0, "v1")
-	writeAtomic(t, path, "v2") // watched normally from now on
+	atomicfile.Write(t, path, "v2") // watched normally from now on
 	r.waitFor(t, 0, "v2")
 }
 

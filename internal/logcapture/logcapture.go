@@ -12,8 +12,10 @@ import (
 	"testing"
 )
 
-// Capture holds what a logger from New wrote. The zero value is an empty
-// capture that nothing writes to. It is safe for concurrent use.
+// Capture holds what a logger from New wrote; it is also an io.Writer for
+// tests that want a handler of their own (text, say) over a buffer they can
+// read while the code under test writes. The zero value is an empty
+// capture, ready for use. It is safe for concurrent use.
 type Capture struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
