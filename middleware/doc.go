@@ -14,10 +14,13 @@
 //	                      └ base *http.Transport
 //
 // Every layer keeps the http.RoundTripper contract: it never changes the
-// caller's request (it clones), it closes the request body, it returns a
-// response or an error, never both nil, and it is safe for concurrent use.
+// request it is given (a layer that must change one works on a copy), it
+// closes the request body, it returns a response or an error, never both
+// nil, and it is safe for concurrent use. Retry relies on that contract
+// when RetryOptions.InnerKeepsRequest says the layers below keep it too.
 // The retry and breaker layers read status codes, which a plain
 // RoundTripper is not meant to do; that is their job.
 //
-// The package imports only the standard library; configuration, reload and the registry live in other packages.
+// The package imports only the standard library; configuration, reload and
+// the registry live in other packages.
 package middleware
