@@ -20,7 +20,7 @@ func TestDebounceSingleEventFiresAfterExactlyDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		in := make(chan struct{})
 		var c calls
-		d := startDebouncer(in, testDelay, c.fn)
+		d := startDebouncer(in, testDelay, 0, c.fn)
 		defer d.close()
 
 		start := time.Now()
@@ -40,7 +40,7 @@ func TestDebounceEventsEvery50msForOneSecondFireOnceAfterLast(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		in := make(chan struct{})
 		var c calls
-		d := startDebouncer(in, testDelay, c.fn)
+		d := startDebouncer(in, testDelay, 0, c.fn)
 		defer d.close()
 
 		var last time.Time
@@ -64,7 +64,7 @@ func TestDebounceCloseDuringPendingDropsCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		in := make(chan struct{})
 		var c calls
-		d := startDebouncer(in, testDelay, c.fn)
+		d := startDebouncer(in, testDelay, 0, c.fn)
 
 		in <- struct{}{}
 		time.Sleep(testDelay / 2)
@@ -90,7 +90,7 @@ func TestDebounceEventDuringFnStartsNewQuietPeriod(t *testing.T) {
 				time.Sleep(time.Second)
 			}
 		}
-		d := startDebouncer(in, testDelay, fn)
+		d := startDebouncer(in, testDelay, 0, fn)
 		defer d.close()
 
 		start := time.Now()
@@ -117,7 +117,7 @@ func TestDebounceCloseWaitsForRunningFn(t *testing.T) {
 			time.Sleep(time.Second)
 			ended = time.Now()
 		}
-		d := startDebouncer(in, testDelay, fn)
+		d := startDebouncer(in, testDelay, 0, fn)
 
 		in <- struct{}{}
 		time.Sleep(testDelay + time.Second/2) // fn is half-way through
@@ -134,7 +134,7 @@ func TestDebounceCloseWaitsForRunningFn(t *testing.T) {
 func TestDebounceClosedInputStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		in := make(chan struct{})
-		d := startDebouncer(in, testDelay, func() { t.Error("fn called") })
+		d := startDebouncer(in, testDelay, 0, func() { t.Error("fn called") })
 		close(in)
 		synctest.Wait()
 		select {

@@ -8,7 +8,8 @@
 // file's inode would lose track after the first of these.
 //
 // Every event that names a watched file (or a ConfigMap's `..data` link) starts a quiet
-// period of [Options.Debounce]; each further event restarts it. When it ends, the watcher
+// period of [Options.Debounce]; each further event restarts it, up to [Options.MaxDebounce]
+// after the first event of the burst. When it ends, the watcher
 // fingerprints every watched file — the path its symlinks resolve to plus the SHA-256 of
 // its content, or "missing" — and calls the callback only if some fingerprint differs
 // from the one last reported:
@@ -17,8 +18,8 @@
 //
 // So a burst of writes is one reload (or two, if it pauses longer than Debounce), a
 // touch, a chmod or a rewrite with identical bytes is none, and a ConfigMap update is
-// exactly one. The debounce is purely trailing: a file rewritten without ever pausing
-// for Debounce postpones its reload until it does. The callback receives nothing but "a
+// exactly one. A file rewritten without ever pausing for Debounce is still reloaded once
+// per MaxDebounce (1 s by default), with whatever it holds then. The callback receives nothing but "a
 // reload is due"; what to read, and what to do when reading fails, is the caller's
 // business.
 //

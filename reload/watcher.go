@@ -94,7 +94,7 @@ func watch(files []string, o Options, fn func(), newN newNotifierFunc, checked f
 	if pending {
 		w.kick <- struct{}{}
 	}
-	w.deb = startDebouncer(w.due, o.Debounce, w.check)
+	w.deb = startDebouncer(w.due, o.Debounce, o.MaxDebounce, w.check)
 	go w.loop(n)
 	return w, nil
 }
