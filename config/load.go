@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -56,6 +57,7 @@ var clientNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // loadState is the work of one Load call. It is not safe for concurrent use.
 type loadState struct {
+	ctx     context.Context // bounds the Sources' reads
 	errs    []*FieldError
 	origins map[string]Origin // full key path → where its current value came from
 	k       *koanf.Koanf
@@ -68,7 +70,14 @@ type loadState struct {
 // malformed YAML, naming the file), or every *FieldError of the load joined
 // together (take them apart with FieldErrors).
 func (l Loader) Load() (Config, error) {
-	st := &loadState{origins: map[string]Origin{}, k: koanf.New(".")}
+	return l.LoadContext(context.Background())
+}
+
+// LoadContext is Load with a context that bounds the reads of the Sources:
+// each ContextSource gets ctx, and once ctx ends no further Source is read
+// and the load fails with an error wrapping ctx's.
+func (l Loader) LoadContext(ctx context.Context) (Config, error) {
+	st := &loadState{ctx: ctx, origins: map[string]Origin{}, k: koanf.New(".")}
 	ih := sha256.New()
 
 	builtin := toTree(Default())

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"fmt"
 	"hash"
 	"maps"
@@ -42,6 +43,35 @@ import (
 type Source interface {
 	Name() string
 	Read() (map[string]any, error)
+}
+
+// ContextSource is implemented by a Source whose Read can be bounded by a
+// context: Loader.LoadContext calls ReadContext in place of Read, and it
+// should return soon after ctx ends, with an error that wraps ctx's. A
+// Source that talks to a server (etcd, Consul) should implement it, so
+// that factory.Open's context bounds the first read and Registry.Close
+// ends a read that hangs. The rules of Read apply otherwise.
+type ContextSource interface {
+	Source
+	ReadContext(ctx context.Context) (map[string]any, error)
+}
+
+// ReadSource reads src under ctx: through ReadContext when src is a
+// ContextSource, else through Read once ctx is checked (Read itself cannot
+// be stopped). A panic in the Source is returned as an error.
+func ReadSource(ctx context.Context, src Source) (tree map[string]any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			tree, err = nil, fmt.Errorf("read panicked: %v", v)
+		}
+	}()
+	if cs, ok := src.(ContextSource); ok {
+		return cs.ReadContext(ctx)
+	}
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	return src.Read()
 }
 
 // Watchable is implemented by a Source that can tell when its content
@@ -134,7 +164,7 @@ func (s *watchableKoanfSource) Watch(notify func()) (func(), error) {
 // source-level one (Read failed or panicked), naming the source.
 func (st *loadState) sourceLayer(src Source, ih hash.Hash) (tree map[string]any, clients []string, err error) {
 	name := src.Name()
-	raw, err := src.Read()
+	raw, err := ReadSource(st.ctx, src)
 	if err != nil {
 		return nil, nil, fmt.Errorf("config source %s: %w", name, err)
 	}
