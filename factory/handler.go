@@ -33,10 +33,10 @@ func (r *Registry) Handler() http.Handler {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		s, pipes := r.snapshot()
+		s := r.Status()
 		doc := statusDocOf(s)
-		for i, p := range pipes {
-			doc.Clients[i].Config = configDoc(p.cfg)
+		for i, c := range s.Clients {
+			doc.Clients[i].Config = configDoc(c.Config)
 		}
 		body, err := json.MarshalIndent(doc, "", "  ")
 		if err != nil {
@@ -55,10 +55,11 @@ func (r *Registry) Handler() http.Handler {
 
 // statusDoc is the JSON form of Status.
 type statusDoc struct {
-	Generation uint64      `json:"generation"`
-	LastReload time.Time   `json:"last_reload"`
-	LastError  string      `json:"last_error,omitempty"`
-	Clients    []clientDoc `json:"clients"`
+	Generation uint64         `json:"generation"`
+	LastReload time.Time      `json:"last_reload"`
+	LastError  string         `json:"last_error,omitempty"`
+	Clients    []clientDoc    `json:"clients"`
+	Sources    []SourceStatus `json:"sources,omitempty"`
 }
 
 // clientDoc is the JSON form of ClientStatus, with non-finite numbers as
@@ -77,7 +78,7 @@ type clientDoc struct {
 }
 
 func statusDocOf(s Status) statusDoc {
-	d := statusDoc{Generation: s.Generation, LastReload: s.LastReload, Clients: make([]clientDoc, len(s.Clients))}
+	d := statusDoc{Generation: s.Generation, LastReload: s.LastReload, Clients: make([]clientDoc, len(s.Clients)), Sources: s.Sources}
 	if s.LastError != nil {
 		d.LastError = middleware.RedactText(s.LastError.Error())
 	}

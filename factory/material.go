@@ -26,12 +26,13 @@ type material struct {
 	// without files is shared by every client with the same tls block in a
 	// load, and newTransport gives each transport a clone.
 	tls *tls.Config
-	// digest covers everything above (the config's own values and the
-	// files' contents); tlsDigest covers the TLS files alone. Both are
-	// SHA-256 sums, never the secrets themselves; tlsDigest is zero when the
-	// tls block names no file.
-	digest    [sha256.Size]byte
-	tlsDigest [sha256.Size]byte
+	// credDigest covers the credential (the config's values and the
+	// files' contents); tlsDigest covers the TLS files. Both are SHA-256
+	// sums, never the secrets themselves; tlsDigest is zero when the tls
+	// block names no file. With the config they are a client's input (see
+	// clientInput).
+	credDigest [sha256.Size]byte
+	tlsDigest  [sha256.Size]byte
 }
 
 // fileCache holds the files read during one apply, so that a CA bundle
@@ -136,7 +137,7 @@ func resolve(prefix string, c config.ClientConfig, withTLS bool, fc fileCache) (
 		return material{}, errors.Join(errs...)
 	}
 	var buf [256]byte
-	m.digest = sha256.Sum256(appendParts(buf[:0], m.cred.Bearer, m.cred.Username, m.cred.Password, string(m.tlsDigest[:])))
+	m.credDigest = sha256.Sum256(appendParts(buf[:0], m.cred.Bearer, m.cred.Username, m.cred.Password))
 	clear(buf[:]) // it held the credential
 	return m, nil
 }

@@ -36,6 +36,11 @@ type Options struct {
 	// Debounce is the watcher's quiet time before a reload; 0 means 100ms.
 	// Notifications of Sources are debounced the same way.
 	Debounce time.Duration
+	// MaxDebounce is the longest a reload waits under continuous changes:
+	// a file (or Source) changed again and again within each Debounce is
+	// still reloaded at least once per MaxDebounce, with whatever it holds
+	// then. Zero means 1s; it is never below Debounce.
+	MaxDebounce time.Duration
 	// Sources are layers between File and the env layer (see
 	// config.Source), read by Open and by every reload. Unless NoWatch,
 	// Open starts watching each one that implements config.Watchable: its
@@ -102,4 +107,8 @@ type ReloadEvent struct {
 	Err error
 	// Changed lists the clients whose pipeline was rebuilt, sorted.
 	Changed []string
+	// Plan is what the reload did, one ClientPlan per client sorted by
+	// name, unchanged ones included: the plan Registry.Plan would have
+	// returned for its config. Nil when the reload was rejected.
+	Plan []ClientPlan
 }

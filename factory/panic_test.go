@@ -63,7 +63,7 @@ func TestReloadWhoseBuildPanicsKeepsOldGeneration(t *testing.T) {
 	w.waitApplied(t, "3")
 }
 
-func TestReloadWhoseLoaderPanicsKeepsOldGeneration(t *testing.T) {
+func TestReloadWhoseSourcePanicsKeepsOldGeneration(t *testing.T) {
 	var logs logcapture.Capture
 	src := &memSource{name: "mem", tree: sourceEdit("s1")}
 	path := filepath.Join(t.TempDir(), "clients.yaml")
@@ -72,8 +72,20 @@ func TestReloadWhoseLoaderPanicsKeepsOldGeneration(t *testing.T) {
 		Logger:  slog.New(slog.NewTextHandler(&logs, nil)),
 		Sources: []config.Source{src},
 	})
+	// A Source whose Read panics is one that cannot be read: its last good
+	// snapshot keeps serving, the source is marked stale, and one WARN
+	// names the panic.
 	src.set(sourceEdit("s2"), nil, "source read exploded")
-	checkRejected(t, w, &logs, w.events.next(t), 1, "source read exploded", "s1")
+	waitUntil(t, "the panicking source is marked stale", func() bool {
+		s := w.r.Status().Sources
+		return len(s) == 1 && s[0].Stale && strings.Contains(s[0].LastError, "source read exploded")
+	})
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "source read exploded") {
+		t.Fatalf("no WARN naming the panic; logs:\n%s", logs.String())
+	}
+	if got, st := w.edit(t), w.r.Status(); got != "s1" || st.Generation != 1 || st.LastError != nil {
+		t.Fatalf("after the panic: X-Edit %q, generation %d, LastError %v; want s1, 1, nil (the old generation)", got, st.Generation, st.LastError)
+	}
 
 	src.set(sourceEdit("s3"), nil, "")
 	w.waitApplied(t, "s3")

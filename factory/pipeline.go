@@ -1,34 +1,27 @@
 package factory
 
 import (
-	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"sync"
 
-	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
-// pipeline is one generation of one client: its effective config and the
-// RoundTripper built from it. A pipeline is immutable once published; a
+// pipeline is one generation of one client: what it was built from and
+// the RoundTripper built from it. A pipeline is immutable once published; a
 // request that loaded it runs to its end on it.
 type pipeline struct {
-	name    string
-	cfg     config.ClientConfig
-	built   bool // false for the errTransport of a client that failed to build
-	defined bool // the config has a section for this client
-	// material is the digest of the resolved secret and TLS files (see
-	// material): with cfg, the pipeline's identity. tlsDigest is the part
-	// of it that the base transport depends on.
-	material  [sha256.Size]byte
-	tlsDigest [sha256.Size]byte
-	gen       uint64
-	rt        http.RoundTripper
-	base      *base // nil when Options.Base is used
+	name  string
+	in    clientInput // its effective config, section and file digests
+	built bool        // false for the errTransport of a client that failed to build
+	gen   uint64
+	rt    http.RoundTripper
+	base  *base // nil when Options.Base is used
 
 	// The stateful components, nil when switched off. A reload hands them
-	// on to the next pipeline of the client, retuned in place.
+	// on to the next pipeline of the client, retuned in place after the
+	// commit.
 	budget   *middleware.Budget
 	breaker  *middleware.Breaker
 	bulkhead *middleware.Bulkhead
@@ -41,39 +34,49 @@ type pipeline struct {
 	hash     string
 }
 
+// serving returns what a plan needs of p.
+func (p *pipeline) serving() *serving { return &serving{in: p.in, built: p.built} }
+
 // configHash returns cfg.Hash(), computed once; "" for a pipeline that
 // failed to build, which runs no config.
 func (p *pipeline) configHash() string {
 	if !p.built {
 		return ""
 	}
-	p.hashOnce.Do(func() { p.hash = p.cfg.Hash() })
+	p.hashOnce.Do(func() { p.hash = p.in.cfg.Hash() })
 	return p.hash
 }
 
-// build makes the pipeline of client name from c and
-// its resolved material m, reusing from old (the pipeline it replaces, or
-// nil) whatever did not change: the base transport and its warm
-// connections when the transport and tls blocks and the TLS files' contents
-// are equal, and the stateful components, retuned in place.
-func (r *Registry) build(name string, c config.ClientConfig, m material, defined bool, gen uint64, old *pipeline) (p *pipeline, err error) {
+// build makes the pipeline of client name that cp plans, from in and its
+// resolved material m, touching nothing that serves: what cp keeps
+// (unchanged or retuned) it takes from old, the pipeline it replaces; what
+// cp starts or replaces it creates. It returns the retunes to run once the
+// new generation serves, each applying in's settings to a kept stateful
+// component. A panic (in code's hooks, say) is an error, and nothing built
+// is live: the caller discards it.
+func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan, old *pipeline, gen uint64) (p *pipeline, retunes []func(), err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			p, err = nil, fmt.Errorf("client %q: building pipeline panicked: %v", name, v)
+			p, retunes, err = nil, nil, fmt.Errorf("client %q: building pipeline panicked: %v", name, v)
 		}
 	}()
-	p = &pipeline{name: name, cfg: c, built: true, defined: defined, gen: gen, material: m.digest, tlsDigest: m.tlsDigest}
+	c := in.cfg
+	p = &pipeline{name: name, in: in, built: true, gen: gen}
+	if old == nil {
+		old = &pipeline{}
+	}
 
 	var bottom http.RoundTripper
 	if r.opts.Base != nil {
 		bottom = r.opts.Base
 	} else {
-		if old != nil && old.base != nil && old.cfg.Transport == c.Transport && old.cfg.TLS == c.TLS && old.tlsDigest == m.tlsDigest {
+		if cp.Component(ComponentTransport) == Unchanged || cp.Component(ComponentTransport) == Retuned {
 			p.base = old.base
-		} else {
-			build, err := newTransport(sectionOf(name, defined), c.Transport, m.tls)
+		}
+		if p.base == nil {
+			build, err := newTransport(sectionOf(name, in.defined), c.Transport, m.tls)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			p.base = newBase(build)
 		}
@@ -92,7 +95,7 @@ func (r *Registry) build(name string, c config.ClientConfig, m material, defined
 	if own.OnStateChange != nil {
 		h.OnStateChange = own.OnStateChange
 	}
-	r.carry(p, old, ev, h)
+	retunes = r.components(p, old, cp, ev, h)
 
 	// The layers, outermost first, as DESIGN.md's pipeline draws them. Every
 	// error that leaves the pipeline, code's own layers' included, is
@@ -133,58 +136,61 @@ func (r *Registry) build(name string, c config.ClientConfig, m material, defined
 		middleware.Logging(c.Logging.Level, ev),
 	)
 	p.rt = middleware.Chain(layers...)(bottom)
-	return p, nil
+	return p, retunes, nil
 }
 
-// carry gives p its stateful components: old's when old had them, retuned
-// in place when their settings changed, so a reload loses no state (an open
-// breaker stays open, budget and limiter tokens and bulkhead slots are
-// kept); new ones otherwise. A component switched off is dropped, so one
-// switched off and on again starts fresh.
-func (r *Registry) carry(p, old *pipeline, ev *middleware.Events, h Hooks) {
-	c := p.cfg
-	if old == nil {
-		old = &pipeline{}
+// components gives p its stateful components as cp plans them: old's when
+// kept, new ones when started or replaced, none when stopped or off. It
+// changes nothing of old's: a retuned component's new settings are in the
+// returned funcs, which the caller runs after the commit, so a reload that
+// fails later leaves every serving component as it was.
+func (r *Registry) components(p, old *pipeline, cp ClientPlan, ev *middleware.Events, h Hooks) (retunes []func()) {
+	c := p.in.cfg
+	keep := func(component string) bool {
+		ch := cp.Component(component)
+		return ch == Unchanged || ch == Retuned
 	}
+	retuned := func(component string) bool { return cp.Component(component) == Retuned }
 
-	p.budget = old.budget
-	if p.budget == nil {
+	if p.budget = old.budget; p.budget == nil || !keep(ComponentBudget) {
 		p.budget = middleware.NewBudget(c.Retry.Budget)
-	} else if old.cfg.Retry.Budget != c.Retry.Budget {
-		p.budget.Update(c.Retry.Budget)
+	} else if retuned(ComponentBudget) {
+		b, s := p.budget, c.Retry.Budget
+		retunes = append(retunes, func() { b.Update(s) })
 	}
 
 	if c.CircuitBreaker.Enabled {
-		p.breaker = old.breaker
-		if p.breaker == nil {
+		if p.breaker = old.breaker; p.breaker == nil || !keep(ComponentBreaker) {
 			o := middleware.BreakerOptions{IsFailure: h.IsFailure, Events: ev}
 			if f := h.OnStateChange; f != nil {
 				name := p.name
 				o.OnStateChange = func(host string, from, to middleware.BreakerState) { f(name, host, from, to) }
 			}
 			p.breaker = middleware.NewBreaker(c.CircuitBreaker, o)
-		} else if old.cfg.CircuitBreaker != c.CircuitBreaker {
-			p.breaker.Update(c.CircuitBreaker)
+		} else if retuned(ComponentBreaker) {
+			b, s := p.breaker, c.CircuitBreaker
+			retunes = append(retunes, func() { b.Update(s) })
 		}
 	}
 
 	if c.Bulkhead.MaxConcurrent > 0 {
-		p.bulkhead = old.bulkhead
-		if p.bulkhead == nil {
+		if p.bulkhead = old.bulkhead; p.bulkhead == nil || !keep(ComponentBulkhead) {
 			p.bulkhead = middleware.NewBulkhead(c.Bulkhead, ev)
-		} else if old.cfg.Bulkhead != c.Bulkhead {
-			p.bulkhead.Update(c.Bulkhead)
+		} else if retuned(ComponentBulkhead) {
+			b, s := p.bulkhead, c.Bulkhead
+			retunes = append(retunes, func() { b.Update(s) })
 		}
 	}
 
 	if c.RateLimit.RequestsPerSecond > 0 {
-		p.limiter = old.limiter
-		if p.limiter == nil {
+		if p.limiter = old.limiter; p.limiter == nil || !keep(ComponentRateLimit) {
 			p.limiter = middleware.NewRateLimit(c.RateLimit, ev)
-		} else if old.cfg.RateLimit != c.RateLimit {
-			p.limiter.Update(c.RateLimit)
+		} else if retuned(ComponentRateLimit) {
+			l, s := p.limiter, c.RateLimit
+			retunes = append(retunes, func() { l.Update(s) })
 		}
 	}
+	return retunes
 }
 
 // errTransport is the pipeline of a client whose build failed outside a

@@ -1,6 +1,7 @@
 package factory
 
 import (
+	"crypto/sha256"
 	"maps"
 	"slices"
 	"strings"
@@ -9,38 +10,45 @@ import (
 )
 
 // Action is what a reload does to one named client. The zero value "" is
-// not an action Plan returns.
+// not an action a plan holds.
 type Action string
 
-// The actions, as Plan reports them.
+// The actions, as a plan reports them.
 const (
-	// ActionAdded: the new config defines a client the old one did not; it
-	// gets a fresh pipeline.
+	// ActionAdded: the new config defines a client the serving one did not.
+	// Its components are planned against what served the name before (the
+	// pipeline of a name code had already asked for with Get, which
+	// followed `defaults`), or started fresh.
 	ActionAdded Action = "added"
 	// ActionRemoved: the new config no longer defines the client. Its
 	// *http.Client keeps working for code that holds it, now following
 	// `defaults`; Components compare its old settings with the new defaults.
 	ActionRemoved Action = "removed"
-	// ActionChanged: the client's effective config changed; its pipeline is
-	// rebuilt, reusing what Components says is kept.
+	// ActionChanged: the client's effective config, or the content of a
+	// secret or TLS file it names, changed; its pipeline is rebuilt, reusing
+	// what Components says is kept.
 	ActionChanged Action = "changed"
-	// ActionUnchanged: same effective config; the pipeline is untouched.
+	// ActionUnchanged: same effective config and files; the pipeline is
+	// untouched.
 	ActionUnchanged Action = "unchanged"
 )
 
 // Change is what a reload does to one component of a client's pipeline.
-// The zero value "" is not a change Plan returns.
+// The zero value "" is not a change a plan holds.
 type Change string
 
-// The changes, as Plan reports them.
+// The changes, as a plan reports them.
 const (
 	// Unchanged: the component's settings are the same; it is kept as is,
 	// with its state (breaker state, budget and limiter tokens, bulkhead
 	// slots, the transport's warm connections).
 	Unchanged Change = "unchanged"
-	// Retuned: its settings changed and it is kept, with the new settings
-	// applied in place; a stateful one keeps its state (an open breaker
-	// stays open).
+	// Retuned: its settings changed. A stateful component (breaker,
+	// bulkhead, rate limit, budget) is kept and its new settings are
+	// applied in place once the new generation serves, keeping its state
+	// (an open breaker stays open). A stateless layer (timeout, retry,
+	// headers, auth, logging) is rebuilt from the new settings; so is the
+	// transport's max_redirects, which needs no new transport.
 	Retuned Change = "retuned"
 	// Started: it is new, with fresh state (switched on, or a new client).
 	Started Change = "started"
@@ -49,9 +57,11 @@ const (
 	Stopped Change = "stopped"
 	// Off: it is off before and after.
 	Off Change = "off"
-	// Replaced: the base transport only: its transport or tls block changed,
-	// so a new *http.Transport serves new requests and the old one closes
-	// its connections once its last in-flight request ends.
+	// Replaced: a new component with fresh state replaces the serving one:
+	// the base transport when its transport or tls block or the TLS files'
+	// contents changed (the old one closes its connections once its last
+	// in-flight request ends), or a breaker whose scope changed (one
+	// breaker per client and one per host share no state).
 	Replaced Change = "replaced"
 )
 
@@ -98,7 +108,8 @@ type ClientPlan struct {
 	Action Action
 	// Keys lists the effective keys whose values change, old → new, with
 	// secrets redacted (see config.ChangedKeys). For a removed client the
-	// new values are the new defaults; for an added one, Keys is nil.
+	// new values are the new defaults; for a client with nothing serving
+	// before it, Keys is nil.
 	Keys []config.KeyChange
 	// Components says, in pipeline order, what happens to each component.
 	// Nil for an unchanged client (everything is kept).
@@ -111,6 +122,9 @@ type ComponentPlan struct {
 	Component string
 	// Change is what happens to it.
 	Change Change
+	// Reason says why, for ops: the first key that changed, or what
+	// switched the component on or off. "" when it is unchanged or off.
+	Reason string
 }
 
 // Component returns the change of the named component, or Unchanged when
@@ -124,35 +138,35 @@ func (p ClientPlan) Component(name string) Change {
 	return Unchanged
 }
 
-// Plan returns what a reload from old to new would do, one ClientPlan per
-// client that either defines, sorted by name. It applies Registry.Apply's
-// rules without building anything:
+// Plan returns what a reload from old to new does, one ClientPlan per
+// client that either defines, sorted by name. It is the very function
+// Registry.Apply executes (see Registry.Plan for a registry's own plan):
 //
 //   - a client whose effective config did not change
 //     (config.ClientConfig.Equal) keeps its pipeline untouched;
 //   - within a changed client, the base transport and its connections are
-//     kept unless the transport or tls block changed;
+//     kept unless the transport block (but for max_redirects) or the tls
+//     block changed;
 //   - the retry budget is always kept, retuned in place when retry.budget
 //     changed;
 //   - the circuit breaker, bulkhead and rate limiter are kept and retuned
 //     in place while they stay on, started fresh when switched on (enabled,
 //     max_concurrent > 0, requests_per_second > 0), and dropped when
-//     switched off;
+//     switched off; a breaker whose scope changes is replaced;
 //   - the stateless layers (timeout, retry, headers, auth, logging) are
 //     built from the new settings.
 //
-// Plan sees the configs only. At a real reload the contents of the files
-// they name count too: a rotated token or password file rebuilds the
-// client's pipeline, and a changed CA bundle or key pair replaces its
+// Plan sees the configs only. A registry's reload also sees the contents
+// of the files they name: a rotated token or password file changes the
+// client (auth retuned), and a changed CA bundle or key pair replaces its
 // transport, with the same names in both configs.
 //
 // A client the new config drops keeps working, following `defaults`, so
 // it is planned against the new defaults. Plan assumes that code has not
-// already called Get for an added name (such a client followed the old
-// defaults and would keep the components that allows), and it ignores
-// Options.Base, with which no transport is built. It validates nothing:
-// Apply rejects an invalid new config and then nothing changes. It is safe
-// for concurrent use.
+// called Get for a name only new defines (Registry.Plan knows), and that
+// Options.Base is not set (with it, no transport is built). It validates
+// nothing: Apply rejects an invalid new config and then nothing changes.
+// It is safe for concurrent use.
 func Plan(old, new config.Config) []ClientPlan {
 	names := slices.Sorted(maps.Keys(old.Clients))
 	for name := range new.Clients {
@@ -163,71 +177,130 @@ func Plan(old, new config.Config) []ClientPlan {
 	slices.Sort(names)
 	out := make([]ClientPlan, 0, len(names))
 	for _, name := range names {
-		oc, inOld := old.Clients[name]
-		nc, inNew := new.Clients[name]
-		switch {
-		case !inOld:
-			out = append(out, ClientPlan{Name: name, Action: ActionAdded, Components: fresh(nc)})
-		case !inNew:
-			p := planChanged(name, oc, new.Defaults)
-			p.Action = ActionRemoved
-			out = append(out, p)
-		case oc.Equal(nc):
-			out = append(out, ClientPlan{Name: name, Action: ActionUnchanged})
-		default:
-			out = append(out, planChanged(name, oc, nc))
+		var was *serving
+		if oc, ok := old.Clients[name]; ok {
+			was = &serving{in: clientInput{cfg: oc, defined: true}, built: true}
 		}
+		nc, defined := new.Client(name)
+		out = append(out, planClient(name, was, clientInput{cfg: nc, defined: defined}, false))
 	}
 	return out
+}
+
+// clientInput is everything a client's pipeline is built from: its
+// effective config, whether the config defines it, and the digests of the
+// files it names (zero when only configs are planned).
+type clientInput struct {
+	cfg     config.ClientConfig
+	defined bool
+	// credDigest digests the resolved credential (its files read),
+	// tlsDigest the TLS files' contents (see material).
+	credDigest, tlsDigest [sha256.Size]byte
+}
+
+// serving is what a plan needs of the pipeline a client has now.
+type serving struct {
+	in    clientInput
+	built bool // false for a pipeline that failed to build: never kept
+}
+
+// planClient is the one decision of what a reload does to client name:
+// was is what serves it now (nil: nothing), in what the new config makes
+// of it. withBase is true when Options.Base replaces the transport, which
+// is then never built, kept or replaced.
+func planClient(name string, was *serving, in clientInput, withBase bool) ClientPlan {
+	if was == nil {
+		action := ActionAdded
+		if !in.defined {
+			action = ActionChanged // a name first asked for by Get
+		}
+		return ClientPlan{Name: name, Action: action, Components: fresh(in.cfg, withBase)}
+	}
+	old := was.in
+	if was.built && old.defined == in.defined && old.credDigest == in.credDigest &&
+		old.tlsDigest == in.tlsDigest && old.cfg.Equal(in.cfg) {
+		return ClientPlan{Name: name, Action: ActionUnchanged}
+	}
+	p := ClientPlan{Name: name, Action: ActionChanged, Keys: config.ChangedKeys(old.cfg, in.cfg)}
+	switch {
+	case !old.defined && in.defined:
+		p.Action = ActionAdded
+	case old.defined && !in.defined:
+		p.Action = ActionRemoved
+	}
+	if !was.built {
+		p.Components = fresh(in.cfg, withBase)
+		return p
+	}
+	for _, comp := range components {
+		p.Components = append(p.Components, planComponent(comp.name, comp.prefixes, p.Keys, old, in, withBase))
+	}
+	return p
 }
 
 // fresh plans a pipeline built from nothing.
-func fresh(c config.ClientConfig) []ComponentPlan {
+func fresh(c config.ClientConfig, withBase bool) []ComponentPlan {
 	out := make([]ComponentPlan, 0, len(components))
 	for _, comp := range components {
-		ch := Started
+		cp := ComponentPlan{Component: comp.name, Change: Started, Reason: "new pipeline"}
 		if on, stateful := switchedOn(comp.name, c); stateful && !on {
-			ch = Off
+			cp = ComponentPlan{Component: comp.name, Change: Off}
 		}
-		out = append(out, ComponentPlan{Component: comp.name, Change: ch})
+		if comp.name == ComponentTransport && withBase {
+			cp = ComponentPlan{Component: comp.name, Change: Off, Reason: "Options.Base serves"}
+		}
+		out = append(out, cp)
 	}
 	return out
 }
 
-// planChanged plans the rebuild of a client from oc to nc, as build and
-// carry do it.
-func planChanged(name string, oc, nc config.ClientConfig) ClientPlan {
-	keys := config.ChangedKeys(oc, nc)
-	p := ClientPlan{Name: name, Action: ActionChanged, Keys: keys}
-	for _, comp := range components {
-		changed := false
-		for _, k := range keys {
-			if covers(comp.name, comp.prefixes, k.Key) {
-				changed = true
-				break
-			}
+// planComponent decides the change of one component of a client whose
+// input changed from old to in; keys are the keys that changed.
+func planComponent(name string, prefixes []string, keys []config.KeyChange, old, in clientInput, withBase bool) ComponentPlan {
+	cp := ComponentPlan{Component: name, Change: Unchanged}
+	for _, k := range keys {
+		if covers(name, prefixes, k.Key) {
+			cp.Change, cp.Reason = Retuned, k.Key+" changed"
+			break
 		}
-		ch := Unchanged
-		if changed {
-			ch = Retuned
-		}
-		if comp.name == ComponentTransport && changed {
-			ch = Replaced
-		}
-		if wasOn, stateful := switchedOn(comp.name, oc); stateful {
-			isOn, _ := switchedOn(comp.name, nc)
-			switch {
-			case !wasOn && !isOn:
-				ch = Off
-			case !wasOn:
-				ch = Started
-			case !isOn:
-				ch = Stopped
-			}
-		}
-		p.Components = append(p.Components, ComponentPlan{Component: comp.name, Change: ch})
 	}
-	return p
+	switch name {
+	case ComponentAuth:
+		if cp.Change == Unchanged && old.credDigest != in.credDigest {
+			cp.Change, cp.Reason = Retuned, "a credential file's content changed"
+		}
+	case ComponentTransport:
+		switch {
+		case withBase:
+			return ComponentPlan{Component: name, Change: Off, Reason: "Options.Base serves"}
+		case old.tlsDigest != in.tlsDigest:
+			cp.Change, cp.Reason = Replaced, "a TLS file's content changed"
+		case cp.Change == Retuned:
+			// Only max_redirects is read per redirect, not by the transport.
+			for _, k := range keys {
+				if covers(name, prefixes, k.Key) && k.Key != "transport.max_redirects" {
+					cp.Change, cp.Reason = Replaced, k.Key+" changed"
+					break
+				}
+			}
+		}
+	case ComponentBreaker:
+		if cp.Change == Retuned && old.cfg.CircuitBreaker.Scope != in.cfg.CircuitBreaker.Scope {
+			cp.Change, cp.Reason = Replaced, "circuit_breaker.scope changed"
+		}
+	}
+	if wasOn, stateful := switchedOn(name, old.cfg); stateful {
+		isOn, _ := switchedOn(name, in.cfg)
+		switch {
+		case !wasOn && !isOn:
+			cp = ComponentPlan{Component: name, Change: Off}
+		case !wasOn:
+			cp.Change, cp.Reason = Started, "switched on ("+switchKey(name)+")"
+		case !isOn:
+			cp.Change, cp.Reason = Stopped, "switched off ("+switchKey(name)+")"
+		}
+	}
+	return cp
 }
 
 // covers reports whether key belongs to the component: under one of its
@@ -257,4 +330,16 @@ func switchedOn(name string, c config.ClientConfig) (on, stateful bool) {
 		return c.RateLimit.RequestsPerSecond > 0, true
 	}
 	return false, false
+}
+
+// switchKey is the key that switches a stateful component on.
+func switchKey(name string) string {
+	switch name {
+	case ComponentBreaker:
+		return "circuit_breaker.enabled"
+	case ComponentBulkhead:
+		return "bulkhead.max_concurrent"
+	default:
+		return "rate_limit.requests_per_second"
+	}
 }

@@ -15,7 +15,10 @@ import (
 	"github.com/switchboard-http/switchboard/reload"
 )
 
-// ErrClosed is returned by Apply and Reload after Close.
+// ErrClosed is returned by Apply, Reload and Plan after Close, and by every
+// request of every client of a closed registry (errors.Is matches it
+// through the *url.Error of http.Client), those handed out before Close
+// and those Get returns after it alike.
 var ErrClosed = errors.New("factory: registry closed")
 
 // ErrNoSource is returned by Reload on a registry made by New, which has no
@@ -24,32 +27,43 @@ var ErrNoSource = errors.New("factory: registry has no config source to reload; 
 
 // Registry hands out one stable *http.Client per name and swaps the
 // pipeline behind each of them when the configuration changes. Get and the
-// clients it returns are safe for concurrent use, lock-free on their hot
-// paths, and keep working (on their last pipeline) after Close. The zero
-// value is not usable: make one with Open or New.
+// clients it returns are safe for concurrent use and lock-free on their hot
+// paths. After Close every client fails its requests with ErrClosed. The
+// zero value is not usable: make one with Open or New.
 type Registry struct {
-	opts   Options
-	log    *slog.Logger
-	loader *config.Loader // nil for New
+	opts    Options
+	log     *slog.Logger
+	loader  *config.Loader // nil for New
+	sources *sourceSet     // the loader's Sources, with their last good snapshots
+
+	// ctx is the context of reload loads; Close cancels it, which ends the
+	// reads of Sources that take a context (config.ContextSource).
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// reloading serialises reloads and Applies, load included; reloads
+	// coalesces the Reloads asked for while one runs.
+	reloading sync.Mutex
+	reloads   coalescer
 
 	// gen is the serving generation; clients holds every handed-out client
 	// by name. Both are replaced, never changed, so readers need no lock.
 	gen     atomic.Pointer[generation]
 	clients atomic.Pointer[map[string]*http.Client]
 
-	mu         sync.Mutex // serialises every writer below and of gen/clients
-	names      []string   // client name by pipeline index
-	warned     map[string]bool
-	closed     bool
-	lastReload time.Time
-	lastErr    error
-	lastHash   string
-	watcher    *reload.Watcher
-	due        chan struct{} // a reload is due (watcher → reloader)
-	srcDue     chan struct{} // a Source changed (→ reloader, which debounces)
-	srcStops   []func()      // stop the Sources' watches
-	stop       chan struct{} // nil when nothing watches
-	stopped    chan struct{}
+	mu          sync.Mutex // serialises every writer below and of gen/clients
+	names       []string   // client name by pipeline index
+	warned      map[string]bool
+	closed      bool
+	lastReload  time.Time // when the serving generation was committed
+	lastErr     error
+	lastHash    string
+	watcher     *reload.Watcher
+	due         chan struct{}     // a reload is due (watchers → reloader)
+	srcDebounce *reload.Debouncer // the Sources' notifications → due
+	srcStops    []func()          // stop the Sources' watches
+	stop        chan struct{}     // nil when nothing watches
+	stopped     chan struct{}
 
 	drain drainer // retired base transports; has its own lock
 }
@@ -64,14 +78,23 @@ type generation struct {
 // Open loads every layer named by o (built-in defaults, o.File, o.Sources,
 // env with o.EnvPrefix, o.Flags), validates the result, builds every client
 // and, unless o.NoWatch, starts watching the file and every o.Sources that
-// is a config.Watchable. A bad config, or a watch that cannot start, is an
-// error and nothing runs. Close the registry when done.
+// is a config.Watchable. A bad config, an unreadable Source, or a watch
+// that cannot start, is an error and nothing runs. Close the registry when
+// done.
+//
+// ctx bounds the initial load: when it ends before every layer was read,
+// Open returns its error (context.Cause) at once. A Source that implements
+// config.ContextSource gets ctx and should stop reading; the Read of one
+// that does not runs on until it returns, and nothing of Open is left
+// running after that. ctx does not control the registry's life: the
+// watcher runs until Close.
 func Open(ctx context.Context, o Options) (*Registry, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if err := context.Cause(ctx); err != nil {
+		return nil, fmt.Errorf("factory: open: %w", err)
 	}
-	l := &config.Loader{File: o.File, Sources: o.Sources, EnvPrefix: o.EnvPrefix, Flags: o.Flags, Environ: o.Environ}
-	cfg, err := l.Load()
+	sources := newSourceSet(o.Sources)
+	l := &config.Loader{File: o.File, Sources: sources.wrapped(), EnvPrefix: o.EnvPrefix, Flags: o.Flags, Environ: o.Environ}
+	cfg, err := loadWithin(ctx, l)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +102,8 @@ func Open(ctx context.Context, o Options) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.loader = l
+	r.loader, r.sources = l, sources
+	sources.open(r.log)
 	r.lastHash = cfg.InputHash
 	if !o.NoWatch && (o.File != "" || hasWatchable(o.Sources)) {
 		if err := r.startWatching(cfg.Files); err != nil {
@@ -90,9 +114,35 @@ func Open(ctx context.Context, o Options) (*Registry, error) {
 	return r, nil
 }
 
+// loadWithin runs l.LoadContext(ctx) and returns its result, or ctx's
+// error as soon as ctx ends. The load runs on a goroutine of its own that
+// ends when the load does (a Source's Read that ignores ctx returns).
+func loadWithin(ctx context.Context, l *config.Loader) (config.Config, error) {
+	type result struct {
+		cfg config.Config
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				done <- result{err: fmt.Errorf("loading config panicked: %v", v)}
+			}
+		}()
+		cfg, err := l.LoadContext(ctx)
+		done <- result{cfg, err}
+	}()
+	select {
+	case res := <-done:
+		return res.cfg, res.err
+	case <-ctx.Done():
+		return config.Config{}, fmt.Errorf("factory: open: initial load: %w", context.Cause(ctx))
+	}
+}
+
 // New builds a registry from cfg, with no file, env or flag layer and no
-// watcher: o.File, o.NoWatch, o.EnvPrefix and o.Flags are ignored. Change
-// its configuration with Apply.
+// watcher: o.File, o.NoWatch, o.EnvPrefix, o.Flags and o.Sources are
+// ignored. Change its configuration with Apply.
 func New(cfg config.Config, o Options) (*Registry, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -101,18 +151,19 @@ func New(cfg config.Config, o Options) (*Registry, error) {
 }
 
 func newRegistry(cfg config.Config, o Options) (*Registry, error) {
-	r := &Registry{opts: o, log: o.Logger, warned: map[string]bool{}}
+	r := &Registry{opts: o, log: o.Logger, warned: map[string]bool{}, sources: newSourceSet(nil)}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.drain.grace, r.drain.log = o.DrainGrace, r.log
 	empty := map[string]*http.Client{}
 	r.clients.Store(&empty)
 	r.gen.Store(&generation{})
-	if _, err := r.apply(cfg); err != nil {
+	if _, err := r.transact(cfg); err != nil {
+		r.cancel()
 		return nil, err
 	}
-	r.lastReload = time.Now()
 	return r, nil
 }
 
@@ -148,7 +199,8 @@ func (r *Registry) Names() []string {
 	return out
 }
 
-// add creates the client of a name first seen by Get.
+// add creates the client of a name first seen by Get. On a closed
+// registry it builds nothing: the client fails with ErrClosed.
 func (r *Registry) add(name string) *http.Client {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -156,33 +208,31 @@ func (r *Registry) add(name string) *http.Client {
 		return c
 	}
 	g := r.gen.Load()
-	cc, defined := g.cfg.Clients[name]
-	if !defined {
-		cc = g.cfg.Defaults
-		if !r.warned[name] {
-			r.warned[name] = true
-			r.log.Warn("client not defined in config; it follows defaults", "client", name)
-		}
+	cc, defined := g.cfg.Client(name)
+	if !defined && !r.warned[name] {
+		r.warned[name] = true
+		r.log.Warn("client not defined in config; it follows defaults", "client", name)
 	}
+	in := clientInput{cfg: cc, defined: defined}
 	var p *pipeline
-	err := func() (err error) {
-		defer func() { // a panic here must not escape Get
-			if v := recover(); v != nil {
-				err = fmt.Errorf("client %q: building pipeline panicked: %v", name, v)
+	if r.closed {
+		p = &pipeline{name: name, in: in, gen: g.num, rt: errTransport{ErrClosed}}
+	} else {
+		err := func() error {
+			m, err := resolve(sectionOf(name, defined), cc, r.opts.Base == nil, fileCache{})
+			if err != nil {
+				return err
 			}
+			in.credDigest, in.tlsDigest = m.credDigest, m.tlsDigest
+			p, _, err = r.build(name, in, m, planClient(name, nil, in, r.opts.Base != nil), nil, g.num)
+			return err
 		}()
-		m, err := resolve(sectionOf(name, defined), cc, r.opts.Base == nil, fileCache{})
-		if err == nil {
-			p, err = r.build(name, cc, m, defined, g.num, nil)
-		}
-		if err == nil {
+		if err != nil {
+			r.log.Error("building client failed; its requests fail until a reload fixes it", "client", name, "error", err)
+			p = &pipeline{name: name, in: in, gen: g.num, rt: errTransport{err}}
+		} else {
 			r.warnInsecure(p)
 		}
-		return err
-	}()
-	if err != nil {
-		r.log.Error("building client failed; its requests fail until a reload fixes it", "client", name, "error", err)
-		p = &pipeline{name: name, cfg: cc, defined: defined, gen: g.num, rt: errTransport{err}}
 	}
 	ng := &generation{num: g.num, cfg: g.cfg, pipes: append(g.pipes[:len(g.pipes):len(g.pipes)], p)}
 	r.names = append(r.names, name)
@@ -228,7 +278,7 @@ func (t *clientTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // checkRedirect follows transport.max_redirects of the serving pipeline:
 // 0 returns the redirect response itself.
 func (t *clientTransport) checkRedirect(req *http.Request, via []*http.Request) error {
-	limit := t.r.gen.Load().pipes[t.i].cfg.Transport.MaxRedirects
+	limit := t.r.gen.Load().pipes[t.i].in.cfg.Transport.MaxRedirects
 	if limit == 0 {
 		return http.ErrUseLastResponse
 	}
@@ -240,9 +290,13 @@ func (t *clientTransport) checkRedirect(req *http.Request, via []*http.Request) 
 
 // Close stops the watcher, the Sources' watches and every goroutine and
 // timer the registry started, and closes idle connections, those of
-// transports still draining too. Clients handed out keep working
-// afterwards, on their last pipeline, but nothing reloads. Close is
-// idempotent.
+// transports still draining too. From then on every client, handed out
+// before or after, fails its requests with ErrClosed and builds no
+// connection; a request already running finishes, and its connection is
+// closed when it ends. Apply, Reload and Plan return ErrClosed. A reload
+// blocked in a Source's Read delays Close until that Read returns (at once
+// for a config.ContextSource, whose context Close cancels). Close is
+// idempotent and safe for concurrent use.
 func (r *Registry) Close() error {
 	r.mu.Lock()
 	if r.closed {
@@ -250,7 +304,15 @@ func (r *Registry) Close() error {
 		return nil
 	}
 	r.closed = true
-	w, stop, stopped, srcStops := r.watcher, r.stop, r.stopped, r.srcStops
+	r.cancel()
+	old := r.gen.Load()
+	shut := &generation{num: old.num, cfg: old.cfg, pipes: make([]*pipeline, len(old.pipes))}
+	for i, p := range old.pipes {
+		shut.pipes[i] = &pipeline{name: p.name, in: p.in, built: p.built, gen: p.gen, rt: errTransport{ErrClosed},
+			budget: p.budget, breaker: p.breaker, bulkhead: p.bulkhead, limiter: p.limiter}
+	}
+	r.gen.Store(shut)
+	w, deb, stop, stopped, srcStops := r.watcher, r.srcDebounce, r.stop, r.stopped, r.srcStops
 	r.mu.Unlock()
 
 	var err error
@@ -260,15 +322,23 @@ func (r *Registry) Close() error {
 	if w != nil {
 		err = w.Close()
 	}
+	if deb != nil {
+		deb.Close()
+	}
 	if stop != nil {
 		close(stop)
 		<-stopped
 	}
+	// Every transport is retired: its idle connections close now, and those
+	// of requests still running when they end.
+	r.retire(old, shut)
 	r.drain.close()
-	for _, p := range r.gen.Load().pipes {
-		if p.base != nil {
-			p.base.closeIdle()
-		}
-	}
 	return err
+}
+
+// isClosed reports whether Close was called.
+func (r *Registry) isClosed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/factory"
@@ -98,19 +99,32 @@ func TestReloadFromWatchableSource(t *testing.T) {
 		t.Fatalf("X-Edit after a rejected source edit: got %q, want %q", got, "s2")
 	}
 
-	// A read error is rejected too; then the source recovers.
+	// A source that cannot be read keeps its last good snapshot: Status
+	// marks it stale, and a file edit made meanwhile still applies.
 	src.set(nil, errors.New("connection refused"), "")
-	if e := w.events.next(t); e.Err == nil || !strings.Contains(e.Err.Error(), "config source mem: connection refused") {
-		t.Fatalf("source read error: got %+v, want it rejected naming the source", e)
+	waitUntil(t, "the source is marked stale", func() bool {
+		s := w.r.Status().Sources
+		return len(s) == 1 && s[0].Name == "mem" && s[0].Stale && strings.Contains(s[0].LastError, "connection refused")
+	})
+	atomicfile.Write(t, path, editYAML("file2")+"    timeout: 7s\n")
+	if e := w.events.next(t); e.Err != nil || e.Generation != 3 {
+		t.Fatalf("file edit during the source's outage: got %+v, want applied as generation 3", e)
 	}
+	if got := w.edit(t); got != "s2" {
+		t.Fatalf("X-Edit during the outage: got %q, want %q (the source's last good snapshot)", got, "s2")
+	}
+	if got := clientStatus(t, w.r, "billing").Config.Timeout; got != 7*time.Second {
+		t.Fatalf("timeout after the file edit during the outage: got %v, want 7s", got)
+	}
+
+	// The source answers again: its new content applies, and it is fresh.
 	src.set(sourceEdit("s4"), nil, "")
 	w.waitApplied(t, "s4")
-
-	// The file is still watched, under the source.
-	atomicfile.Write(t, path, editYAML("file2")+"    timeout: 7s\n")
-	w.waitApplied(t, "s4")
+	if s := w.r.Status().Sources; len(s) != 1 || s[0].Stale || s[0].LastError != "" {
+		t.Fatalf("sources after the source recovered: got %+v, want mem fresh", s)
+	}
 	if st := w.r.Status(); st.Generation != 4 {
-		t.Fatalf("after the file edit: got generation %d, want 4", st.Generation)
+		t.Fatalf("after the source recovered: got generation %d, want 4", st.Generation)
 	}
 	w.r.Close()
 	if !src.stopped.Load() {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/switchboard-http/switchboard/config"
 )
 
 // Status is a snapshot of a registry for ops: what generation serves, how
@@ -12,13 +14,20 @@ import (
 type Status struct {
 	// Generation counts applied configs; the first one is 1.
 	Generation uint64 `json:"generation"`
-	// LastReload is when the last reload attempt (or the first load) ended.
+	// LastReload is when the serving generation was applied (by Open, New,
+	// Apply or a reload). A rejected reload does not change it, nor
+	// anything else here but LastError.
 	LastReload time.Time `json:"last_reload"`
 	// LastError is why the last reload attempt was rejected; nil when it
-	// was applied. The generation above keeps serving either way.
+	// was applied (or found the inputs unchanged). The generation above
+	// keeps serving either way.
 	LastError error `json:"-"`
 	// Clients lists every client handed out or defined, sorted by name.
 	Clients []ClientStatus `json:"clients"`
+	// Sources lists Options.Sources in order, each with whether its last
+	// good snapshot serves in place of a Read that failed. Nil without
+	// Sources.
+	Sources []SourceStatus `json:"sources,omitempty"`
 }
 
 // ClientStatus is the state of one client.
@@ -27,6 +36,10 @@ type ClientStatus struct {
 	// Defined is true when the config has a section for the client; false
 	// for a name only seen by Get, which follows defaults.
 	Defined bool `json:"defined"`
+	// Config is the client's effective config, as its pipeline serves it
+	// (defaults merged in); secrets in it print as REDACTED. Handler shows
+	// it under "config".
+	Config config.ClientConfig `json:"-"`
 	// ConfigHash is the digest of the client's effective config.
 	ConfigHash string `json:"config_hash"`
 	// Generation is the generation that built the client's current pipeline.
@@ -48,26 +61,19 @@ type ClientStatus struct {
 	LimiterTokens *float64 `json:"limiter_tokens,omitempty"`
 }
 
-// Status returns a snapshot of the registry. It is safe for concurrent use.
+// Status returns a snapshot of the registry: one consistent generation
+// (each pipeline carries its client's name, so a Get adding a name meanwhile
+// cannot skew it). It is safe for concurrent use.
 func (r *Registry) Status() Status {
-	s, _ := r.snapshot()
-	return s
-}
-
-// snapshot returns the status and, for each of its clients in the same
-// order, the serving pipeline: one consistent generation.
-func (r *Registry) snapshot() (Status, []*pipeline) {
 	r.mu.Lock()
 	s := Status{LastReload: r.lastReload, LastError: r.lastErr}
 	r.mu.Unlock()
-	// Each pipeline carries its client's name, so the generation alone is a
-	// consistent view: a Get adding a name meanwhile cannot skew it.
+	s.Sources = r.sources.status()
 	g := r.gen.Load()
 	s.Generation = g.num
 	s.Clients = make([]ClientStatus, 0, len(g.pipes))
-	pipes := slices.Clone(g.pipes)
-	for _, p := range pipes {
-		cs := ClientStatus{Name: p.name, Defined: p.defined, ConfigHash: p.configHash(), Generation: p.gen}
+	for _, p := range g.pipes {
+		cs := ClientStatus{Name: p.name, Defined: p.in.defined, Config: p.in.cfg, ConfigHash: p.configHash(), Generation: p.gen}
 		if p.budget != nil {
 			cs.BudgetBalance = p.budget.Balance()
 		}
@@ -88,17 +94,6 @@ func (r *Registry) snapshot() (Status, []*pipeline) {
 		}
 		s.Clients = append(s.Clients, cs)
 	}
-	// Sort both by name together (names are unique).
-	idx := make([]int, len(s.Clients))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(s.Clients[a].Name, s.Clients[b].Name) })
-	clients := make([]ClientStatus, len(idx))
-	sorted := make([]*pipeline, len(idx))
-	for i, j := range idx {
-		clients[i], sorted[i] = s.Clients[j], pipes[j]
-	}
-	s.Clients = clients
-	return s, sorted
+	slices.SortFunc(s.Clients, func(a, b ClientStatus) int { return strings.Compare(a.Name, b.Name) })
+	return s
 }

@@ -3,7 +3,6 @@ package factory
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/middleware"
@@ -11,24 +10,25 @@ import (
 )
 
 // startWatching starts the file watcher (when there is a file), the
-// goroutine that reloads when a reload is due, and the watches of the
-// Sources that have one. The callbacks only signal, so a slow reload never
-// blocks a watcher and SetFiles is never called from inside the watcher's
-// own callback. On error the caller closes the registry, which stops
-// whatever had started.
+// debouncer of the Sources' notifications, the goroutine that reloads when
+// a reload is due, and the watches of the Sources that have one. The
+// callbacks only signal, so a slow reload never blocks a watcher and
+// SetFiles is never called from inside the watcher's own callback. On
+// error the caller closes the registry, which stops whatever had started.
 func (r *Registry) startWatching(files []string) error {
 	due := make(chan struct{}, 1)
-	srcDue := make(chan struct{}, 1)
 	var w *reload.Watcher
 	if r.opts.File != "" {
 		var err error
-		w, err = reload.Watch(files, reload.Options{Debounce: r.opts.Debounce, Logger: r.log}, func() { signal(due) })
+		o := reload.Options{Debounce: r.opts.Debounce, MaxDebounce: r.opts.MaxDebounce, Logger: r.log}
+		w, err = reload.Watch(files, o, func() { signal(due) })
 		if err != nil {
 			return err
 		}
 	}
+	deb := reload.NewDebouncer(r.opts.Debounce, r.opts.MaxDebounce, func() { signal(due) })
 	r.mu.Lock()
-	r.watcher, r.due, r.srcDue = w, due, srcDue
+	r.watcher, r.due, r.srcDebounce = w, due, deb
 	r.stop, r.stopped = make(chan struct{}), make(chan struct{})
 	r.mu.Unlock()
 	go r.reloader()
@@ -53,7 +53,7 @@ func (r *Registry) watchSources() error {
 		if !ok {
 			continue
 		}
-		stop, err := ws.Watch(func() { signal(r.srcDue) })
+		stop, err := ws.Watch(r.srcDebounce.Trigger)
 		if err != nil {
 			return fmt.Errorf("watch config source %s: %w", s.Name(), err)
 		}
@@ -76,53 +76,19 @@ func signal(c chan struct{}) {
 	}
 }
 
-// reloader runs a reload each time one is due, until Close: at once for
-// the file watcher, which debounced already, and Options.Debounce after the
-// last notification of a Source.
+// reloader runs a reload each time one is due, until Close. Reload
+// recovers every panic of a reload, so watching goes on whatever a reload
+// does.
 func (r *Registry) reloader() {
 	defer close(r.stopped)
-	debounce := r.opts.Debounce
-	if debounce <= 0 {
-		debounce = reload.DefaultDebounce
-	}
-	timer := time.NewTimer(debounce)
-	timer.Stop()
-	defer timer.Stop()
-	var fire <-chan time.Time // nil unless a Source's reload is pending
 	for {
 		select {
 		case <-r.stop:
 			return
 		case <-r.due:
-			r.reloadRecovered()
-		case <-r.srcDue:
-			timer.Reset(debounce)
-			fire = timer.C
-		case <-fire:
-			fire = nil
-			r.reloadRecovered()
+			_ = r.Reload() // reported by Reload itself
 		}
 	}
-}
-
-// reloadRecovered runs Reload for the watchers. Reload recovers the panics
-// of the loader, of building and of OnReload itself; this catches any
-// other one (a panicking Observer or log handler, a bug), records it as the
-// reload's error and keeps the reloader, and so watching, alive.
-func (r *Registry) reloadRecovered() {
-	defer func() {
-		if v := recover(); v != nil {
-			err := fmt.Errorf("reload panicked: %v", v)
-			r.mu.Lock()
-			r.lastReload, r.lastErr = time.Now(), err
-			r.mu.Unlock()
-			gen := r.gen.Load().num
-			r.log.Error("config rejected; the last good config keeps serving",
-				"event", "config.rejected", "file", r.opts.File, "generation", gen, "error", err.Error())
-			r.callOnReload(ReloadEvent{Generation: gen, Err: err})
-		}
-	}()
-	_ = r.Reload() // reported by Reload itself
 }
 
 // callOnReload calls Options.OnReload, if set, recovering its panic.

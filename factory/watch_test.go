@@ -44,6 +44,31 @@ func (c reloads) next(t *testing.T) factory.ReloadEvent {
 	}
 }
 
+// waitUntil polls cond until it holds, failing the test after
+// reloadDeadline.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(reloadDeadline)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, reloadDeadline)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// clientStatus returns the status of the named client.
+func clientStatus(t *testing.T, r *factory.Registry, name string) factory.ClientStatus {
+	t.Helper()
+	for _, c := range r.Status().Clients {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no client %q in Status", name)
+	return factory.ClientStatus{}
+}
+
 // editServer answers 200 with the request's X-Edit header as its body.
 func editServer(t *testing.T) *server {
 	return newServer(t, func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,125 @@
+package factory
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/switchboard-http/switchboard/config"
+)
+
+// SourceStatus is the state of one of Options.Sources, as Status reports
+// it. A plain value.
+type SourceStatus struct {
+	// Name is the Source's Name().
+	Name string `json:"name"`
+	// Stale is true when the Source's last Read failed and the registry
+	// serves its last good snapshot instead; false once a Read succeeds.
+	Stale bool `json:"stale"`
+	// LastError is why the last Read failed (redacted); "" when it
+	// succeeded.
+	LastError string `json:"last_error,omitempty"`
+}
+
+// sourceSet keeps, for each of the registry's Sources, the snapshot of its
+// last applied content, so that a reload during a Source's outage still
+// applies the other layers' changes: the Loader reads the Sources through
+// it. At Open nothing is kept yet, and a failed Read fails the load. It is
+// safe for concurrent use.
+type sourceSet struct {
+	list []*snapshotSource
+}
+
+// newSourceSet wraps srcs.
+func newSourceSet(srcs []config.Source) *sourceSet {
+	s := &sourceSet{list: make([]*snapshotSource, len(srcs))}
+	for i, src := range srcs {
+		s.list[i] = &snapshotSource{src: src}
+	}
+	return s
+}
+
+// wrapped returns the Sources to hand the Loader.
+func (s *sourceSet) wrapped() []config.Source {
+	out := make([]config.Source, len(s.list))
+	for i, w := range s.list {
+		out[i] = w
+	}
+	return out
+}
+
+// open is called once Open's load was applied: that content is the first
+// good snapshot, and from now on a failed Read falls back to it.
+func (s *sourceSet) open(log *slog.Logger) {
+	for _, w := range s.list {
+		w.mu.Lock()
+		w.fallback, w.log = true, log
+		w.mu.Unlock()
+	}
+	s.commit()
+}
+
+// commit records what each Source last returned as its good snapshot: the
+// load that read it was applied (or was the one serving already).
+func (s *sourceSet) commit() {
+	for _, w := range s.list {
+		w.mu.Lock()
+		w.good, w.hasGood = w.read, true
+		w.mu.Unlock()
+	}
+}
+
+// status returns each Source's state, in Options.Sources order.
+func (s *sourceSet) status() []SourceStatus {
+	if len(s.list) == 0 {
+		return nil
+	}
+	out := make([]SourceStatus, len(s.list))
+	for i, w := range s.list {
+		w.mu.Lock()
+		out[i] = SourceStatus{Name: w.src.Name(), Stale: w.stale, LastError: w.lastErr}
+		w.mu.Unlock()
+	}
+	return out
+}
+
+// snapshotSource is a Source read through a sourceSet.
+type snapshotSource struct {
+	src config.Source
+
+	mu       sync.Mutex
+	read     map[string]any // what the last load got from it
+	good     map[string]any // what the serving config was loaded from
+	hasGood  bool
+	fallback bool // after Open: a failed Read serves good
+	stale    bool
+	lastErr  string
+	log      *slog.Logger
+}
+
+func (w *snapshotSource) Name() string { return w.src.Name() }
+
+func (w *snapshotSource) Read() (map[string]any, error) {
+	return w.ReadContext(context.Background())
+}
+
+// ReadContext reads the Source (with ctx, if it takes one). When that
+// fails after Open, it returns the last good snapshot, marks the Source
+// stale and logs one WARN naming it.
+func (w *snapshotSource) ReadContext(ctx context.Context) (map[string]any, error) {
+	tree, err := config.ReadSource(ctx, w.src)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err == nil {
+		w.read, w.stale, w.lastErr = tree, false, ""
+		return tree, nil
+	}
+	if !w.fallback || !w.hasGood {
+		return nil, err
+	}
+	msg := redactText(err).Error()
+	w.read, w.stale, w.lastErr = w.good, true, msg
+	w.log.Warn("config source unreadable; its last good snapshot serves, the other layers' changes still apply",
+		"source", w.src.Name(), "error", msg)
+	return w.good, nil
+}
