@@ -65,7 +65,7 @@ func (r *Registry) Reload() error {
 	if r.loader == nil {
 		return ErrNoSource
 	}
-	return r.reloads.do(r.reload)
+	return r.reloads.do()
 }
 
 // reload is one Reload, run by r.reloads one at a time. The loader's,

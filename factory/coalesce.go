@@ -2,15 +2,17 @@ package factory
 
 import "sync"
 
-// coalescer runs a function for callers one at a time and merges the calls
+// coalescer runs fn for its callers one at a time and merges the calls
 // that wait: a call made while a run is under way waits for it and then
 // shares the single run that starts after it, whose result every caller
-// that joined it gets. So each caller's run starts after it asked (it sees
-// inputs at least as new as its own), and a crowd of callers costs two
-// runs, not one each. f must not panic (Registry.reload recovers its
-// own). The zero value is ready; it is safe for concurrent
-// use.
+// that joined it gets. So each caller's run starts after it asked (a
+// reload sees inputs at least as new as its caller's), and a crowd of
+// callers costs two runs, not one each. fn must not panic
+// (Registry.reload recovers its own). It is safe for concurrent use once
+// fn is set.
 type coalescer struct {
+	fn func() error
+
 	mu      sync.Mutex
 	running bool
 	next    *coalescedRun // the run that starts after the current one; nil if none is asked for
@@ -18,26 +20,28 @@ type coalescer struct {
 
 // coalescedRun is one run shared by the callers that joined it.
 type coalescedRun struct {
-	done chan struct{}
-	err  error
+	done    chan struct{}
+	err     error
+	waiters int // callers that joined it (for tests)
 }
 
-// do runs f, or joins the run that starts after the current one, and
+// do runs fn, or joins the run that starts after the current one, and
 // returns the result of the run it got.
-func (c *coalescer) do(f func() error) error {
+func (c *coalescer) do() error {
 	c.mu.Lock()
 	if c.running {
 		if c.next == nil {
 			c.next = &coalescedRun{done: make(chan struct{})}
 		}
 		n := c.next
+		n.waiters++
 		c.mu.Unlock()
 		<-n.done
 		return n.err
 	}
 	c.running = true
 	c.mu.Unlock()
-	err := f()
+	err := c.fn()
 	// Run, on this goroutine, the runs callers asked for meanwhile.
 	for {
 		c.mu.Lock()
@@ -49,7 +53,7 @@ func (c *coalescer) do(f func() error) error {
 			return err
 		}
 		c.mu.Unlock()
-		n.err = f()
+		n.err = c.fn()
 		close(n.done)
 	}
 }

@@ -295,9 +295,9 @@ func planComponent(name string, prefixes []string, keys []config.KeyChange, old,
 		case !wasOn && !isOn:
 			cp = ComponentPlan{Component: name, Change: Off}
 		case !wasOn:
-			cp.Change, cp.Reason = Started, "switched on ("+switchKey(name)+")"
+			cp.Change, cp.Reason = Started, switchKey(name)+" switched it on"
 		case !isOn:
-			cp.Change, cp.Reason = Stopped, "switched off ("+switchKey(name)+")"
+			cp.Change, cp.Reason = Stopped, switchKey(name)+" switched it off"
 		}
 	}
 	return cp

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-http/switchboard/config"
+	"github.com/switchboard-http/switchboard/middleware"
 )
 
 // TestPlanMatchesApply checks Plan against what Registry.Apply really does,
@@ -63,6 +64,13 @@ func TestPlanMatchesApply(t *testing.T) {
 				*c = breakerOn
 				c.CircuitBreaker.FailureThreshold = 9
 			})}},
+		{"breaker scope changed", map[string]config.ClientConfig{"a": breakerOn},
+			map[string]config.ClientConfig{"a": with(func(c *config.ClientConfig) {
+				*c = breakerOn
+				c.CircuitBreaker.Scope = middleware.ScopeHost
+			})}},
+		{"only max_redirects", map[string]config.ClientConfig{"a": base()},
+			map[string]config.ClientConfig{"a": with(func(c *config.ClientConfig) { c.Transport.MaxRedirects = 2 })}},
 		{"all stateful retuned", map[string]config.ClientConfig{"a": everything},
 			map[string]config.ClientConfig{"a": with(func(c *config.ClientConfig) {
 				*c = everything

@@ -156,6 +156,7 @@ func newRegistry(cfg config.Config, o Options) (*Registry, error) {
 		r.log = slog.Default()
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.reloads.fn = r.reload
 	r.drain.grace, r.drain.log = o.DrainGrace, r.log
 	empty := map[string]*http.Client{}
 	r.clients.Store(&empty)

@@ -1,6 +1,7 @@
 package reload
 
 import (
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -143,5 +144,71 @@ func TestDebounceClosedInputStops(t *testing.T) {
 			t.Fatal("debouncer still running after its input was closed")
 		}
 		d.close()
+	})
+}
+
+// Events that never pause for the quiet period are still handled at least
+// once per maxWait: a file rewritten every 70 ms with a 100 ms debounce and
+// a 1 s max wait reloads at 1 s (the max wait from the first event), then
+// 100 ms after the last event of the next burst. Before, the debounce was
+// purely trailing and postponed the call until the events stopped.
+func TestDebounceMaxWaitBoundsContinuousEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in := make(chan struct{})
+		var c calls
+		d := startDebouncer(in, testDelay, time.Second, c.fn)
+		defer d.close()
+
+		start := time.Now()
+		for i := range 21 { // t = 0, 70ms, …, 1400ms
+			if i > 0 {
+				time.Sleep(70 * time.Millisecond)
+			}
+			in <- struct{}{}
+		}
+		time.Sleep(10 * testDelay)
+		synctest.Wait()
+		want := []time.Duration{time.Second, 1500 * time.Millisecond}
+		if len(c.at) != len(want) {
+			t.Fatalf("got %d calls at %v, want %d at %v", len(c.at), c.at, len(want), want)
+		}
+		for i, at := range c.at {
+			if got := at.Sub(start); got != want[i] {
+				t.Errorf("call %d at +%v, want +%v", i+1, got, want[i])
+			}
+		}
+	})
+}
+
+// The exported Debouncer takes its defaults from Options: a zero delay is
+// DefaultDebounce, a zero max wait DefaultMaxDebounce.
+func TestDebouncerDefaults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			mu sync.Mutex // Trigger does not synchronise with fn as a channel send does
+			c  calls
+		)
+		d := NewDebouncer(0, 0, func() { mu.Lock(); defer mu.Unlock(); c.fn() })
+		defer d.Close()
+		snapshot := func() []time.Time { mu.Lock(); defer mu.Unlock(); return append([]time.Time(nil), c.at...) }
+		start := time.Now()
+		for range 30 { // every 50 ms for 1.5 s: never a quiet 100 ms
+			d.Trigger()
+			time.Sleep(50 * time.Millisecond)
+		}
+		synctest.Wait()
+		at := snapshot()
+		if len(at) == 0 {
+			t.Fatal("no call during 1.5 s of triggers every 50 ms")
+		}
+		if got := at[0].Sub(start); got != DefaultMaxDebounce {
+			t.Fatalf("first call at +%v, want +%v (DefaultMaxDebounce)", got, DefaultMaxDebounce)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		at = snapshot()
+		if got := at[len(at)-1].Sub(start); got != 1500*time.Millisecond-50*time.Millisecond+DefaultDebounce {
+			t.Fatalf("last call at +%v, want +%v (DefaultDebounce after the last trigger)", got, 1500*time.Millisecond-50*time.Millisecond+DefaultDebounce)
+		}
 	})
 }

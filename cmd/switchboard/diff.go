@@ -165,8 +165,12 @@ func changeText(component string, ch factory.Change) string {
 	switch {
 	case component == factory.ComponentTransport && ch == factory.Unchanged:
 		return "kept, with its warm connections"
-	case ch == factory.Replaced:
+	case component == factory.ComponentTransport && ch == factory.Replaced:
 		return "replaced: new connections; the old transport closes its own once its requests end"
+	case component == factory.ComponentTransport && ch == factory.Retuned:
+		return "kept, with its warm connections; retuned"
+	case ch == factory.Replaced:
+		return "replaced, state fresh"
 	case ch == factory.Retuned && stateful:
 		return "retuned in place, state kept"
 	case ch == factory.Retuned:
@@ -189,7 +193,11 @@ func printComponents(w io.Writer, p factory.ClientPlan) {
 	fmt.Fprintln(w, "  pipeline:")
 	rows := make([][]string, 0, len(p.Components))
 	for _, c := range p.Components {
-		rows = append(rows, []string{c.Component, changeText(c.Component, c.Change)})
+		row := []string{c.Component, changeText(c.Component, c.Change)}
+		if c.Reason != "" && c.Change != factory.Unchanged && c.Change != factory.Off && p.Action != factory.ActionAdded {
+			row[1] += " (" + c.Reason + ")"
+		}
+		rows = append(rows, row)
 	}
 	table(w, "    ", rows)
 }
