@@ -4,8 +4,12 @@ package middleware
 // A credential is only ever sent to Host; config validation rejects a
 // credential without a Host.
 type AuthSettings struct {
-	// Host is the exact URL host (host[:port] as written in request URLs) that
-	// receives the credential. Other hosts, redirects included, get none.
+	// Host is the URL host (a bare host[:port], no scheme) that receives the
+	// credential. The host name matches ignoring case, and a default port
+	// written or implied is the same ("api.example.com" is
+	// "api.example.com:443" for https); no subdomain matches. Other hosts,
+	// and redirects that change the scheme of the call's first request to
+	// Host, get none (see Auth). "" sends the credential nowhere.
 	Host string `koanf:"host" json:"host"`
 	// BearerToken is sent as "Authorization: Bearer <token>".
 	BearerToken string `koanf:"bearer_token" json:"bearer_token" secret:"true"`
