@@ -11,8 +11,9 @@ type AuthSettings struct {
 	// and redirects that change the scheme of the call's first request to
 	// Host, get none (see Auth). "" sends the credential nowhere.
 	Host string `koanf:"host" json:"host"`
-	// BearerToken is sent as "Authorization: Bearer <token>".
-	BearerToken string `koanf:"bearer_token" json:"bearer_token" secret:"true"`
+	// BearerToken is sent as "Authorization: Bearer <token>". It prints as
+	// Redacted; read it with Reveal. "" = none.
+	BearerToken Secret `koanf:"bearer_token" json:"bearer_token" secret:"true"`
 	// BearerTokenFile is read (and trimmed) instead of BearerToken; it is
 	// re-read when it changes, for rotating tokens.
 	BearerTokenFile string `koanf:"bearer_token_file" json:"bearer_token_file"`
@@ -22,8 +23,9 @@ type AuthSettings struct {
 
 // BasicAuth is the `auth.basic` block. The zero value sends no credential.
 type BasicAuth struct {
-	Username     string `koanf:"username" json:"username"`
-	Password     string `koanf:"password" json:"password" secret:"true"`
+	Username string `koanf:"username" json:"username"`
+	// Password prints as Redacted; read it with Reveal. "" = none.
+	Password     Secret `koanf:"password" json:"password" secret:"true"`
 	PasswordFile string `koanf:"password_file" json:"password_file"`
 }
 
