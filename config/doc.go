@@ -86,5 +86,9 @@
 //
 // The values of auth.bearer_token and auth.basic.password (fields tagged
 // secret:"true"), of header values and of transport.proxy_url never appear
-// in an error.
+// in an error. The two secret fields are of type middleware.Secret, so a
+// ClientConfig or Config printed in any way (fmt's verbs, encoding/json,
+// slog) shows REDACTED in their place ("" when unset); code reads them
+// with Secret.Reveal. Header values are plain strings: Settings redacts the
+// sensitive ones, fmt and encoding/json of a ClientConfig do not.
 package config

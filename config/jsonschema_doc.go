@@ -58,7 +58,7 @@ var keyDocs = map[string]string{
 	"rate_limit.requests_per_second": "Sustained rate of attempts (every retry takes a token too). 0 = unlimited.",
 	"rate_limit.burst":               "Attempts that may go at once after a quiet spell; >= 1 when a rate is set.",
 
-	"auth.host":                "Exact URL host[:port] that receives the credential; required when a credential is set. Other hosts, redirects included, get none.",
+	"auth.host":                "URL host[:port] that receives the credential (case-insensitive; a default port written or implied is the same); required when a credential is set. Other hosts, and redirects that change the scheme, get none.",
 	"auth.bearer_token":        "Sent as `Authorization: Bearer <token>`. Secret: never shown.",
 	"auth.bearer_token_file":   "File holding the bearer token; re-read when it changes (rotating tokens).",
 	"auth.basic.username":      "HTTP basic auth user name.",

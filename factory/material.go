@@ -103,9 +103,9 @@ func resolve(prefix string, c config.ClientConfig, withTLS bool, fc fileCache) (
 	}
 	a := c.Auth
 	m.cred = middleware.Credential{
-		Bearer:   secret("auth.bearer_token_file", a.BearerToken, a.BearerTokenFile),
+		Bearer:   secret("auth.bearer_token_file", a.BearerToken.Reveal(), a.BearerTokenFile),
 		Username: a.Basic.Username,
-		Password: secret("auth.basic.password_file", a.Basic.Password, a.Basic.PasswordFile),
+		Password: secret("auth.basic.password_file", a.Basic.Password.Reveal(), a.Basic.PasswordFile),
 	}
 
 	if withTLS {

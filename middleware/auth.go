@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -72,26 +74,44 @@ func (c Credential) header() string {
 	}
 }
 
-// Auth returns the middleware that sends cred to one host only: it sets the
-// Authorization header on a copy of a request whose URL host
-// (req.URL.Host, host[:port] as written in the URL) equals host, byte for
-// byte. The comparison is exact: it ignores neither case
-// ("Billing.internal" is not "billing.internal") nor default ports
-// ("billing.internal:443" is not "billing.internal"), so write auth.host as
-// the URLs spell it; a mismatch fails closed, and its WARN names both
-// spellings. The Host header (req.Host) plays no part: the credential
-// follows where the connection goes.
+// Auth returns the middleware that sends cred to one origin only: it sets
+// the Authorization header on a copy of a request whose URL names the host
+// and port of host, and whose scheme is the scheme the logical call first
+// used for that host.
 //
-// A request to any other host gets no credential, and the first such
-// request to each distinct host logs one WARN to ev.Logger naming the
-// client, auth.host and the request's host (never the credential); at most
-// MaxAuthWarnedHosts hosts are remembered. http.Client runs the transport
-// again for every redirect hop, so a redirect to another host is such a
-// request. The layer never adds a credential to a request that was not
-// sent to host, and never removes or replaces an Authorization header the
-// caller set: that one is the caller's, and http.Client itself decides
-// whether to copy it to a redirect (it does only for the same domain or a
-// subdomain, ignoring the port).
+// host is a bare host[:port] as in request URLs ("billing.internal:8443",
+// "api.example.com", "[::1]:8443"); it has no scheme. A request matches when
+//   - its URL host name equals host's, ignoring case
+//     ("API.Example.com" is "api.example.com"), and exactly: no subdomain,
+//     suffix or trailing dot matches; and
+//   - its port, written or implied by its scheme (https 443, http 80),
+//     equals host's port; a host without a port means the default port of
+//     the request's scheme. So host "api.example.com:443" matches
+//     https://api.example.com/ and host "api.example.com" matches
+//     https://api.example.com:443/ and http://api.example.com/, but not
+//     https://api.example.com:8443/ nor http://api.example.com:443/.
+//
+// The scheme is pinned per logical call: http.Client runs the transport
+// again for every redirect hop and links each hop to the previous one
+// (req.Response.Request), and the first request of that chain to host
+// fixes the scheme. A later hop to host over another scheme gets no
+// credential: a redirect from https://h/ to http://h/ (a downgrade on the
+// same host:port, curl's rule since CVE-2022-27774) and, as in curl, from
+// http://h/ to https://h/ as well. A call that starts with http://h/ gets the
+// credential, since host names no scheme. A redirect whose previous hop is
+// unknown (a Response without a Request) gets none: the layer fails closed.
+// The Host header (req.Host) plays no part: the credential follows where
+// the connection goes.
+//
+// A request to any other origin gets no credential, and the first such
+// request to each distinct host (or host and scheme change) logs one WARN
+// to ev.Logger naming the client, auth.host and the request's host (never
+// the credential); at most MaxAuthWarnedHosts are remembered. A redirect
+// to another host is such a request. The layer never adds a credential to
+// a request that was not sent to host, and never removes or replaces an
+// Authorization header the caller set: that one is the caller's, and
+// http.Client itself decides whether to copy it to a redirect (it does only
+// for the same domain or a subdomain, ignoring the port).
 //
 // Auth returns nil (no layer, no cost) when cred is zero. The caller's
 // request is never changed: the copy shares its body and context and gets
@@ -103,12 +123,17 @@ func Auth(host string, cred Credential, ev *Events) Middleware {
 		return nil
 	}
 	a := &authLayer{host: host, value: []string{value}, ev: ev}
+	a.name, a.port = splitAuthHost(host)
 	return func(next http.RoundTripper) http.RoundTripper {
 		return RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			if req.URL == nil || req.URL.Host != a.host {
+			if !a.matches(req.URL) {
 				if req.URL != nil {
-					a.warn(req.Context(), req.URL.Host)
+					a.warnHost(req.Context(), req.URL.Host)
 				}
+				return next.RoundTrip(req)
+			}
+			if from, ok := a.firstScheme(req); !ok || !strings.EqualFold(from, req.URL.Scheme) {
+				a.warnScheme(req.Context(), req.URL, from)
 				return next.RoundTrip(req)
 			}
 			if _, ok := req.Header["Authorization"]; ok {
@@ -127,9 +152,16 @@ func Auth(host string, cred Credential, ev *Events) Middleware {
 	}
 }
 
+// maxAuthChain bounds how far back firstScheme follows a redirect chain;
+// http.Client stops at 10 hops by default, and a chain this long that
+// never ends is not one http.Client built.
+const maxAuthChain = 100
+
 // authLayer is the shared state of one Auth middleware.
 type authLayer struct {
-	host  string
+	host  string   // auth.host as configured, for logs
+	name  string   // its host name, without brackets
+	port  string   // its port; "" = the default port of the request's scheme
 	value []string // the Authorization header value
 	ev    *Events
 	// warned holds the hosts already warned about (lock-free reads on the
@@ -139,24 +171,102 @@ type authLayer struct {
 	full   atomic.Bool
 }
 
-// warn logs the one WARN for a request to host, the first time.
-func (a *authLayer) warn(ctx context.Context, host string) {
-	if _, ok := a.warned.Load(host); ok || a.full.Load() {
+// splitAuthHost splits a bare host[:port] into its host name (brackets
+// of an IPv6 literal removed) and port.
+func splitAuthHost(host string) (name, port string) {
+	u := url.URL{Host: host}
+	return u.Hostname(), u.Port()
+}
+
+// defaultPort returns the port a URL of scheme implies, or "".
+func defaultPort(scheme string) string {
+	switch {
+	case strings.EqualFold(scheme, "https"):
+		return "443"
+	case strings.EqualFold(scheme, "http"):
+		return "80"
+	}
+	return ""
+}
+
+// matches reports whether u names the pinned host and port. It does not
+// allocate.
+func (a *authLayer) matches(u *url.URL) bool {
+	if u == nil || !strings.EqualFold(u.Hostname(), a.name) {
+		return false
+	}
+	implied := defaultPort(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		port = implied
+	}
+	if a.port == "" {
+		return port != "" && port == implied
+	}
+	return port == a.port
+}
+
+// firstScheme returns the scheme of the earliest request to the pinned
+// host in req's redirect chain (req's own when it is no redirect). ok is
+// false when the chain breaks: a redirect response without its request.
+func (a *authLayer) firstScheme(req *http.Request) (scheme string, ok bool) {
+	scheme = req.URL.Scheme
+	r := req
+	for range maxAuthChain {
+		if r.Response == nil {
+			return scheme, true
+		}
+		if r = r.Response.Request; r == nil {
+			return "", false
+		}
+		if a.matches(r.URL) {
+			scheme = r.URL.Scheme
+		}
+	}
+	return "", false
+}
+
+// warnHost logs the one WARN for a request to another host, the first time.
+func (a *authLayer) warnHost(ctx context.Context, host string) {
+	if !a.first(ctx, host) {
 		return
+	}
+	a.log(ctx, "credential withheld: request host is not auth.host",
+		slog.String("auth_host", a.host), slog.String("host", host))
+}
+
+// warnScheme logs the one WARN for a redirect to the pinned host that
+// changed the scheme from from ("" = unknown), the first time.
+func (a *authLayer) warnScheme(ctx context.Context, u *url.URL, from string) {
+	if a.ev == nil || a.ev.Logger == nil || !a.first(ctx, from+">"+u.Scheme+"://"+u.Host) {
+		return
+	}
+	if from == "" {
+		from = "unknown"
+	}
+	a.log(ctx, "credential withheld: redirect changed the scheme",
+		slog.String("auth_host", a.host), slog.String("host", u.Host),
+		slog.String("from_scheme", from), slog.String("scheme", u.Scheme))
+}
+
+// first reports whether key is new to the warned set, and adds it; once
+// the set is full it logs that once and reports false.
+func (a *authLayer) first(ctx context.Context, key string) bool {
+	if _, ok := a.warned.Load(key); ok || a.full.Load() {
+		return false
 	}
 	if a.n.Load() >= MaxAuthWarnedHosts {
 		if a.full.CompareAndSwap(false, true) {
 			a.log(ctx, "credential withheld from more hosts than are remembered; no further hosts are reported",
 				slog.Int("max_hosts", MaxAuthWarnedHosts))
 		}
-		return
+		return false
 	}
-	if _, loaded := a.warned.LoadOrStore(host, struct{}{}); loaded {
-		return
+	if _, loaded := a.warned.LoadOrStore(key, struct{}{}); loaded {
+		return false
 	}
 	a.n.Add(1)
-	a.log(ctx, "credential withheld: request host is not auth.host",
-		slog.String("auth_host", a.host), slog.String("host", host))
+	return true
 }
 
 func (a *authLayer) log(ctx context.Context, msg string, attrs ...slog.Attr) {

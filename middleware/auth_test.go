@@ -33,7 +33,7 @@ func TestAuthSendsCredentialToPinnedHostOnly(t *testing.T) {
 		{"other host", bearer, "https://evil.test:8443/v1", ""},
 		{"other port", bearer, "https://api.test:9443/v1", ""},
 		{"no port", bearer, "https://api.test/v1", ""},
-		{"other case", bearer, "https://API.test:8443/v1", ""},
+		{"other case", bearer, "https://API.test:8443/v1", "Bearer tok-123"},
 		{"subdomain", bearer, "https://x.api.test:8443/v1", ""},
 	}
 	for _, tt := range tests {

@@ -4,11 +4,16 @@ package middleware
 // A credential is only ever sent to Host; config validation rejects a
 // credential without a Host.
 type AuthSettings struct {
-	// Host is the exact URL host (host[:port] as written in request URLs) that
-	// receives the credential. Other hosts, redirects included, get none.
+	// Host is the URL host (a bare host[:port], no scheme) that receives the
+	// credential. The host name matches ignoring case, and a default port
+	// written or implied is the same ("api.example.com" is
+	// "api.example.com:443" for https); no subdomain matches. Other hosts,
+	// and redirects that change the scheme of the call's first request to
+	// Host, get none (see Auth). "" sends the credential nowhere.
 	Host string `koanf:"host" json:"host"`
-	// BearerToken is sent as "Authorization: Bearer <token>".
-	BearerToken string `koanf:"bearer_token" json:"bearer_token" secret:"true"`
+	// BearerToken is sent as "Authorization: Bearer <token>". It prints as
+	// Redacted; read it with Reveal. "" = none.
+	BearerToken Secret `koanf:"bearer_token" json:"bearer_token" secret:"true"`
 	// BearerTokenFile is read (and trimmed) instead of BearerToken; it is
 	// re-read when it changes, for rotating tokens.
 	BearerTokenFile string `koanf:"bearer_token_file" json:"bearer_token_file"`
@@ -18,8 +23,9 @@ type AuthSettings struct {
 
 // BasicAuth is the `auth.basic` block. The zero value sends no credential.
 type BasicAuth struct {
-	Username     string `koanf:"username" json:"username"`
-	Password     string `koanf:"password" json:"password" secret:"true"`
+	Username string `koanf:"username" json:"username"`
+	// Password prints as Redacted; read it with Reveal. "" = none.
+	Password     Secret `koanf:"password" json:"password" secret:"true"`
 	PasswordFile string `koanf:"password_file" json:"password_file"`
 }
 
