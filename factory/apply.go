@@ -339,11 +339,11 @@ func (r *Registry) warnInsecure(p *pipeline) {
 }
 
 // warnHooks logs one WARN for each Options.ClientHooks name that cfg does
-// not define, as Get does for a name it does not know: a typo there
-// silently drops the hooks. r.mu held.
+// not define and no Get asked for, as Get does for a name it does not
+// know: a typo there would silently drop the hooks. r.mu held.
 func (r *Registry) warnHooks(cfg config.Config) {
 	for name := range r.opts.ClientHooks {
-		if _, ok := cfg.Clients[name]; ok || r.warned["hooks:"+name] {
+		if _, ok := cfg.Clients[name]; ok || r.warned["hooks:"+name] || slices.Contains(r.names, name) {
 			continue
 		}
 		r.warned["hooks:"+name] = true

@@ -2,9 +2,11 @@ package factory_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/factory"
 	"github.com/switchboard-http/switchboard/internal/atomicfile"
+	"github.com/switchboard-http/switchboard/internal/logcapture"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -416,5 +419,59 @@ func TestPlanIsWhatApplyReports(t *testing.T) {
 	}
 	if got := statusOf(r.Status(), "a").BulkheadLimit; got != 1 {
 		t.Fatalf("a's bulkhead limit after the retune: got %d, want 1", got)
+	}
+}
+
+// Hooks for a client name the config does not define are most likely a
+// typo: one WARN names it, as Get does for an unknown name, however many
+// reloads follow.
+func TestClientHooksForAnUnknownNameWarnOnce(t *testing.T) {
+	log, logs := logcapture.New()
+	cfg := config.Config{Defaults: config.Default(), Clients: map[string]config.ClientConfig{"billing": config.Default()}}
+	r, err := factory.New(cfg, factory.Options{Logger: log, ClientHooks: map[string]factory.Hooks{"biling": {}, "billing": {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	changed := cfg
+	changed.Clients = map[string]config.ClientConfig{"billing": statefulClient(3)}
+	if err := r.Apply(changed); err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	for _, rec := range logs.Records(t, "") {
+		if rec["level"] == "WARN" && strings.Contains(rec["msg"].(string), "ClientHooks") {
+			warned = append(warned, rec["client"].(string))
+		}
+	}
+	if !reflect.DeepEqual(warned, []string{"biling"}) {
+		t.Fatalf("ClientHooks WARNs: got %v, want one for biling", warned)
+	}
+}
+
+// The ops endpoint shows each Source and whether its last good snapshot
+// serves in place of a Read that failed.
+func TestHandlerShowsStaleSources(t *testing.T) {
+	src := &memSource{name: "mem", tree: sourceEdit("s1")}
+	r, err := factory.Open(context.Background(), factory.Options{Sources: []config.Source{src}, NoWatch: true, Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	src.set(nil, errors.New("dial tcp 127.0.0.1:2379: connection refused"), "")
+	if err := r.Reload(); err != nil {
+		t.Fatalf("Reload with an unreadable Source: %v, want nil (its last good snapshot serves)", err)
+	}
+	rec := httptest.NewRecorder()
+	r.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	var doc struct {
+		Sources []factory.SourceStatus `json:"sources"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Sources) != 1 || doc.Sources[0].Name != "mem" || !doc.Sources[0].Stale ||
+		!strings.Contains(doc.Sources[0].LastError, "connection refused") {
+		t.Fatalf("sources in the status JSON: got %+v, want mem stale with its error", doc.Sources)
 	}
 }
