@@ -29,16 +29,26 @@
 // Registry.Handler serves Status and each client's effective config, with
 // secrets redacted, as JSON for an ops endpoint.
 //
-// A reload rebuilds only what changed: a client whose effective config is
-// the same keeps its pipeline; a changed one keeps its base transport (and
-// its warm connections) unless the transport or tls block changed, and
-// keeps its retry budget, retuned in place. A replaced transport closes its
-// idle connections now and the rest as their last requests end, or at the
-// latest after Options.DrainGrace (DefaultDrainGrace, 30s).
+// A reload is one transaction (apply.go reads in its order): load every
+// layer → validate → Plan (for each client and component: keep, retune,
+// replace, start, stop) → build aside only what the plan creates → commit
+// with one atomic swap → retune the kept stateful components → retire the
+// replaced transports. Any error before the commit discards what was built
+// and leaves every serving component exactly as it was. A client whose
+// effective config is the same keeps its pipeline; a changed one keeps its
+// base transport (and its warm connections) unless the transport or tls
+// block changed, and keeps its budget, breaker, bulkhead and limiter,
+// retuned in place with their state. A replaced transport closes its idle
+// connections now and the rest as their last requests end, or at the
+// latest after Options.DrainGrace (DefaultDrainGrace, 30s). Reloads run one
+// at a time and the latest inputs win.
 //
 // Open watches the file (and every config.Watchable in Options.Sources):
-// a change is debounced, re-read with every layer, validated and applied as
-// one new generation; anything wrong, a panic included, is rejected,
-// logged at ERROR, reported to OnReload and kept in Status().LastError,
-// while the last good generation keeps serving and watching goes on.
+// a change is debounced (at most Options.MaxDebounce under continuous
+// writes), re-read with every layer, validated and applied as one new
+// generation; anything wrong, a panic included, is rejected, logged at
+// ERROR, reported to OnReload and kept in Status().LastError, while the
+// last good generation keeps serving and watching goes on. A Source that
+// cannot be read keeps its last good snapshot, shown stale in
+// Status().Sources. After Close every client fails with ErrClosed.
 package factory
