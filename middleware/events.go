@@ -22,6 +22,7 @@ const (
 	EventTimeoutExceeded      = "timeout.exceeded"
 	EventConfigReloaded       = "config.reloaded"
 	EventConfigRejected       = "config.rejected"
+	EventFaultInjected        = "fault.injected"
 )
 
 // Event is one thing that happened in a pipeline, as handed to an Observer.
