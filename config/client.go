@@ -53,6 +53,7 @@ type TransportConfig struct {
 	ForceHTTP2            bool          `koanf:"force_http2" json:"force_http2"`
 	ProxyURL              string        `koanf:"proxy_url" json:"proxy_url"`                     // "" = HTTP_PROXY / HTTPS_PROXY / NO_PROXY
 	MaxRedirects          int           `koanf:"max_redirects" json:"max_redirects" minimum:"0"` // 0 = do not follow redirects
+	MaxConnAge            time.Duration `koanf:"max_conn_age" json:"max_conn_age" minimum:"0"`   // 0 = forever; an older connection serves one last request
 }
 
 // TLSConfig is the `tls` block. The zero value uses the system roots and no

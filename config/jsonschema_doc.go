@@ -20,6 +20,7 @@ var keyDocs = map[string]string{
 	"transport.force_http2":             "Try HTTP/2 even with a custom dialer or TLS config.",
 	"transport.proxy_url":               "Proxy for every request: an http, https or socks5 URL. \"\" = HTTP_PROXY / HTTPS_PROXY / NO_PROXY.",
 	"transport.max_redirects":           "Redirects followed per call. 0 = do not follow (the redirect response is returned).",
+	"transport.max_conn_age":            "Longest a connection is reused; an older one serves one last request (with Connection: close), then closes. 0 = forever. Retuned without a new transport.",
 
 	"tls.ca_file":              "PEM bundle that replaces the system roots. \"\" = system roots.",
 	"tls.cert_file":            "Client certificate (PEM) for mTLS; needs key_file. Re-read when it changes.",

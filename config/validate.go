@@ -151,6 +151,7 @@ func validateTransport(v *validator, t TransportConfig) {
 	v.nonNegInt("transport.max_idle_conns_per_host", t.MaxIdleConnsPerHost)
 	v.nonNegInt("transport.max_conns_per_host", t.MaxConnsPerHost)
 	v.nonNegInt("transport.max_redirects", t.MaxRedirects)
+	v.nonNegDuration("transport.max_conn_age", t.MaxConnAge)
 	if t.ProxyURL != "" {
 		// The URL is never shown: it may hold a password.
 		u, err := url.Parse(t.ProxyURL)

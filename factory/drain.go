@@ -29,20 +29,28 @@ type base struct {
 	t        atomic.Pointer[http.Transport]
 	inflight atomic.Int64
 	doneFn   func() // done as a func value, made once for OnBodyEnd
+	// maxAge is transport.max_conn_age in nanoseconds (0: forever); a
+	// reload retunes it in place (see connage.go).
+	maxAge atomic.Int64
 	// drain is the drainer that retired the transport; nil while it serves.
 	drain atomic.Pointer[drainer]
 }
 
-// newBase returns the base of the transport that build makes.
-func newBase(build func() *http.Transport) *base {
+// newBase returns the base of the transport that build makes, closing
+// connections older than maxAge (0: none) after their current request.
+func newBase(build func() *http.Transport, maxAge time.Duration) *base {
 	b := &base{build: build}
 	b.doneFn = b.done
+	b.maxAge.Store(int64(maxAge))
 	return b
 }
 
 // RoundTrip counts the request in flight until its response body is done.
 func (b *base) RoundTrip(req *http.Request) (*http.Response, error) {
 	b.inflight.Add(1)
+	if age := time.Duration(b.maxAge.Load()); age > 0 {
+		req = closeIfOlder(req, age)
+	}
 	resp, err := b.transport().RoundTrip(req)
 	// A 101 Switching Protocols response owns its connection, which has left
 	// the transport's pool, and its body must stay an io.Writer: nothing to
@@ -79,6 +87,7 @@ func (b *base) transport() *http.Transport {
 		return t
 	}
 	t := b.build()
+	wrapDial(t)
 	b.t.Store(t)
 	return t
 }

@@ -78,7 +78,7 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 			if err != nil {
 				return nil, nil, err
 			}
-			p.base = newBase(build)
+			p.base = newBase(build, c.Transport.MaxConnAge)
 		}
 		bottom = p.base
 	}
@@ -180,6 +180,11 @@ func (r *Registry) components(p, old *pipeline, cp ClientPlan, ev *middleware.Ev
 			b, s := p.bulkhead, c.Bulkhead
 			retunes = append(retunes, func() { b.Update(s) })
 		}
+	}
+
+	if p.base != nil && retuned(ComponentTransport) {
+		b, age := p.base, c.Transport.MaxConnAge
+		retunes = append(retunes, func() { b.maxAge.Store(int64(age)) })
 	}
 
 	if c.RateLimit.RequestsPerSecond > 0 {

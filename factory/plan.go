@@ -47,8 +47,9 @@ const (
 	// bulkhead, rate limit, budget) is kept and its new settings are
 	// applied in place once the new generation serves, keeping its state
 	// (an open breaker stays open). A stateless layer (timeout, retry,
-	// headers, auth, logging) is rebuilt from the new settings; so is the
-	// transport's max_redirects, which needs no new transport.
+	// headers, auth, logging) is rebuilt from the new settings. The
+	// transport's max_redirects and max_conn_age are retuned on the kept
+	// transport.
 	Retuned Change = "retuned"
 	// Started: it is new, with fresh state (switched on, or a new client).
 	Started Change = "started"
@@ -145,8 +146,8 @@ func (p ClientPlan) Component(name string) Change {
 //   - a client whose effective config did not change
 //     (config.ClientConfig.Equal) keeps its pipeline untouched;
 //   - within a changed client, the base transport and its connections are
-//     kept unless the transport block (but for max_redirects) or the tls
-//     block changed;
+//     kept unless the transport block (but for max_redirects and
+//     max_conn_age, retuned in place) or the tls block changed;
 //   - the retry budget is always kept, retuned in place when retry.budget
 //     changed;
 //   - the circuit breaker, bulkhead and rate limiter are kept and retuned
@@ -276,9 +277,10 @@ func planComponent(name string, prefixes []string, keys []config.KeyChange, old,
 		case old.tlsDigest != in.tlsDigest:
 			cp.Change, cp.Reason = Replaced, "a TLS file's content changed"
 		case cp.Change == Retuned:
-			// Only max_redirects is read per redirect, not by the transport.
+			// max_redirects is read per redirect and max_conn_age per
+			// request, not by the *http.Transport: both retune in place.
 			for _, k := range keys {
-				if covers(name, prefixes, k.Key) && k.Key != "transport.max_redirects" {
+				if covers(name, prefixes, k.Key) && k.Key != "transport.max_redirects" && k.Key != "transport.max_conn_age" {
 					cp.Change, cp.Reason = Replaced, k.Key+" changed"
 					break
 				}

@@ -69,6 +69,8 @@ func TestPlanMatchesApply(t *testing.T) {
 				*c = breakerOn
 				c.CircuitBreaker.Scope = middleware.ScopeHost
 			})}},
+		{"only max_conn_age", map[string]config.ClientConfig{"a": base()},
+			map[string]config.ClientConfig{"a": with(func(c *config.ClientConfig) { c.Transport.MaxConnAge = time.Minute })}},
 		{"only max_redirects", map[string]config.ClientConfig{"a": base()},
 			map[string]config.ClientConfig{"a": with(func(c *config.ClientConfig) { c.Transport.MaxRedirects = 2 })}},
 		{"all stateful retuned", map[string]config.ClientConfig{"a": everything},
