@@ -34,6 +34,8 @@ type ClientConfig struct {
 	Auth middleware.AuthSettings `koanf:"auth" json:"auth"`
 	// Logging configures the per-attempt log.
 	Logging middleware.LoggingSettings `koanf:"logging" json:"logging"`
+	// Fault configures fault injection, for game days; off by default.
+	Fault middleware.FaultSettings `koanf:"fault" json:"fault"`
 }
 
 // TransportConfig is the `transport` block: the settings of the base
@@ -108,5 +110,6 @@ func Default() ClientConfig {
 		CircuitBreaker: middleware.DefaultBreakerSettings(),
 		RateLimit:      middleware.DefaultRateLimitSettings(),
 		Logging:        middleware.DefaultLoggingSettings(),
+		Fault:          middleware.DefaultFaultSettings(),
 	}
 }

@@ -211,5 +211,6 @@ func (c ClientConfig) Equal(o ClientConfig) bool {
 		c.Bulkhead == o.Bulkhead &&
 		c.RateLimit == o.RateLimit &&
 		c.Auth == o.Auth &&
-		c.Logging == o.Logging
+		c.Logging == o.Logging &&
+		c.Fault == o.Fault
 }

@@ -67,6 +67,14 @@ var keyDocs = map[string]string{
 	"auth.basic.password_file": "File holding the basic auth password; re-read when it changes.",
 
 	"logging.level": "Level of the one-record-per-attempt log: debug, info, or off.",
+
+	"fault.enabled":        "Inject faults into this client's attempts, just above the transport (game days, staging). Logged at WARN on every load while on.",
+	"fault.abort.percent":  "Share of attempts answered without being sent, in percent [0, 100].",
+	"fault.abort.status":   "Status of an aborted attempt's response.",
+	"fault.abort.error":    "An aborted attempt fails with a transport error (ErrFaultInjected) instead of a response.",
+	"fault.delay.percent":  "Share of attempts held back before they are sent, in percent [0, 100].",
+	"fault.delay.duration": "How long a delayed attempt waits; > 0 when delay.percent is set.",
+	"fault.header":         "If set, only requests carrying this header are faulted. \"\" = every request.",
 }
 
 // keyPatterns are the string syntaxes the schema checks besides the types,

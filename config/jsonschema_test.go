@@ -111,8 +111,12 @@ func edges(t *testing.T, k config.Key) (good, bad []string) {
 		return []string{n}, []string{fmt.Sprint(lo - 1)}
 	case a == "(0, 1]":
 		return []string{"0.01", "1"}, []string{"0", "1.01"}
-	case a == "100..599":
+	case a == "100..599" && k.Type == "list of integers":
 		return []string{"100,599"}, []string{"99", "600"}
+	case a == "100..599":
+		return []string{"100", "599"}, []string{"99", "600"}
+	case a == "0..100":
+		return []string{"0", "12.5", "100"}, []string{"-1", "100.5"}
 	}
 	t.Fatalf("key %s: no edges for Allowed %q", k.Path, a)
 	return nil, nil

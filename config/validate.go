@@ -89,6 +89,13 @@ func (v *validator) nonNegFloat(key string, x float64) {
 	}
 }
 
+// percent checks a share written in percent, in [0, 100].
+func (v *validator) percent(key string, x float64) {
+	if !(x >= 0 && x <= 100) {
+		v.fail(key, "must be in [0, 100], got %v", x)
+	}
+}
+
 func (v *validator) oneOf(key, got string, allowed ...string) {
 	if got != "" && !slices.Contains(allowed, got) {
 		v.fail(key, "must be one of %s, got %s", strings.Join(allowed, ", "), quoteShort(got))
@@ -136,9 +143,25 @@ func validateClient(prefix string, c ClientConfig, strict bool) []*FieldError {
 		v.fail("rate_limit.burst", "must be >= 1 when requests_per_second is set, got %d", c.RateLimit.Burst)
 	}
 	validateAuth(v, c.Auth)
+	validateFault(v, c.Fault)
 	v.oneOf("logging.level", string(c.Logging.Level),
 		string(middleware.LogDebug), string(middleware.LogInfo), string(middleware.LogOff))
 	return v.errs
+}
+
+func validateFault(v *validator, f middleware.FaultSettings) {
+	v.percent("fault.abort.percent", f.Abort.Percent)
+	v.percent("fault.delay.percent", f.Delay.Percent)
+	if f.Abort.Status != 0 && (f.Abort.Status < 100 || f.Abort.Status > 599) { // 0: the default, 503
+		v.fail("fault.abort.status", "must be an HTTP status in [100, 599], got %d", f.Abort.Status)
+	}
+	v.nonNegDuration("fault.delay.duration", f.Delay.Duration)
+	if f.Delay.Percent > 0 && f.Delay.Duration <= 0 {
+		v.fail("fault.delay.duration", "must be > 0 when fault.delay.percent is set, got %v", f.Delay.Duration)
+	}
+	if f.Header != "" && !isToken(f.Header) {
+		v.fail("fault.header", "must be an HTTP header name, got %s", quoteShort(f.Header))
+	}
 }
 
 func validateTransport(v *validator, t TransportConfig) {

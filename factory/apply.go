@@ -329,12 +329,18 @@ func (r *Registry) retire(old, g *generation) {
 	}
 }
 
-// warnInsecure logs the WARN that an insecure_skip_verify asks for on
-// every load of a client that has it on.
+// warnInsecure logs the WARNs that insecure_skip_verify and fault
+// injection ask for on every load of a client that has them on: neither
+// should stay on unnoticed.
 func (r *Registry) warnInsecure(p *pipeline) {
 	if p.in.cfg.TLS.InsecureSkipVerify && r.opts.Base == nil {
 		r.log.Warn("tls.insecure_skip_verify is on: the server's certificate is not verified",
 			"client", p.name, "key", sectionOf(p.name, p.in.defined)+".tls.insecure_skip_verify")
+	}
+	if f := p.in.cfg.Fault; f.Enabled {
+		r.log.Warn("fault injection is on: attempts of this client are aborted or delayed on purpose",
+			"client", p.name, "key", sectionOf(p.name, p.in.defined)+".fault.enabled",
+			"abort_percent", f.Abort.Percent, "delay_percent", f.Delay.Percent, "header", f.Header)
 	}
 }
 

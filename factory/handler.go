@@ -37,6 +37,9 @@ func (r *Registry) Handler() http.Handler {
 		doc := statusDocOf(s)
 		for i, c := range s.Clients {
 			doc.Clients[i].Config = configDoc(c.Config)
+			if c.Fault != nil { // shown apart too: a game day left on must show
+				doc.Clients[i].Fault = doc.Clients[i].Config["fault"]
+			}
 		}
 		body, err := json.MarshalIndent(doc, "", "  ")
 		if err != nil {
@@ -74,6 +77,7 @@ type clientDoc struct {
 	BulkheadInUse int               `json:"bulkhead_in_use"`
 	BulkheadLimit int               `json:"bulkhead_limit"`
 	LimiterTokens *float64          `json:"limiter_tokens,omitempty"`
+	Fault         any               `json:"fault,omitempty"`
 	Config        map[string]any    `json:"config,omitempty"`
 }
 

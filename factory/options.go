@@ -96,6 +96,11 @@ type Hooks struct {
 	// OnStateChange is told of every breaker state change of the client,
 	// never with a lock held; host is "" for a breaker of scope client.
 	OnStateChange func(client, host string, from, to middleware.BreakerState)
+	// FaultSeed, when not 0, seeds the random source of the client's fault
+	// injection (the `fault` block), so that a test sees the very same
+	// faults on every run; 0 seeds it at random. Each pipeline has one
+	// source, so a reload of the client starts the sequence again.
+	FaultSeed uint64
 }
 
 // ReloadEvent reports one reload attempt to Options.OnReload.

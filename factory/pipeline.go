@@ -95,6 +95,9 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	if own.OnStateChange != nil {
 		h.OnStateChange = own.OnStateChange
 	}
+	if own.FaultSeed != 0 {
+		h.FaultSeed = own.FaultSeed
+	}
 	retunes = r.components(p, old, cp, ev, h)
 
 	// The layers, outermost first, as DESIGN.md's pipeline draws them. Every
@@ -134,6 +137,7 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 		middleware.Headers(c.Headers),
 		middleware.Auth(c.Auth.Host, m.cred, ev),
 		middleware.Logging(c.Logging.Level, ev),
+		middleware.Fault(c.Fault, middleware.FaultOptions{Events: ev, Seed: h.FaultSeed}),
 	)
 	p.rt = middleware.Chain(layers...)(bottom)
 	return p, retunes, nil

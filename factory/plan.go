@@ -47,7 +47,7 @@ const (
 	// bulkhead, rate limit, budget) is kept and its new settings are
 	// applied in place once the new generation serves, keeping its state
 	// (an open breaker stays open). A stateless layer (timeout, retry,
-	// headers, auth, logging) is rebuilt from the new settings. The
+	// headers, auth, logging, fault) is rebuilt from the new settings. The
 	// transport's max_redirects and max_conn_age are retuned on the kept
 	// transport.
 	Retuned Change = "retuned"
@@ -80,6 +80,7 @@ const (
 	ComponentHeaders   = "headers"
 	ComponentAuth      = "auth"
 	ComponentLogging   = "logging"
+	ComponentFault     = "fault"
 	ComponentTransport = "transport"
 )
 
@@ -98,6 +99,7 @@ var components = []struct {
 	{ComponentHeaders, []string{"headers"}},
 	{ComponentAuth, []string{"auth"}},
 	{ComponentLogging, []string{"logging"}},
+	{ComponentFault, []string{"fault"}},
 	{ComponentTransport, []string{"transport", "tls"}},
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-http/switchboard/config"
+	"github.com/switchboard-http/switchboard/middleware"
 )
 
 // Status is a snapshot of a registry for ops: what generation serves, how
@@ -59,6 +60,9 @@ type ClientStatus struct {
 	// LimiterTokens is how many rate-limit tokens are available now; nil
 	// when the rate limit is off (never +Inf, which JSON cannot encode).
 	LimiterTokens *float64 `json:"limiter_tokens,omitempty"`
+	// Fault is the client's fault injection while it is on (fault.enabled),
+	// so that a game day left running shows; nil when it is off.
+	Fault *middleware.FaultSettings `json:"fault,omitempty"`
 }
 
 // Status returns a snapshot of the registry: one consistent generation
@@ -86,6 +90,9 @@ func (r *Registry) Status() Status {
 		}
 		if p.bulkhead != nil {
 			cs.BulkheadInUse, cs.BulkheadLimit = p.bulkhead.InUse(), p.bulkhead.Limit()
+		}
+		if f := p.in.cfg.Fault; f.Enabled {
+			cs.Fault = &f
 		}
 		if p.limiter != nil {
 			if tokens := p.limiter.Tokens(); !math.IsInf(tokens, 0) && !math.IsNaN(tokens) {
