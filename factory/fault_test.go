@@ -112,4 +112,3 @@ func TestFaultValidation(t *testing.T) {
 		}
 	}
 }
-
