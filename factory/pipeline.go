@@ -180,7 +180,7 @@ func (r *Registry) carry(p, old *pipeline, ev *middleware.Events, h Hooks) {
 	if c.RateLimit.RequestsPerSecond > 0 {
 		p.limiter = old.limiter
 		if p.limiter == nil {
-			p.limiter = middleware.NewRateLimit(c.RateLimit, ev)
+			p.limiter = middleware.NewRateLimit(c.RateLimit, middleware.RateLimitOptions{Events: ev})
 		} else if old.cfg.RateLimit != c.RateLimit {
 			p.limiter.Update(c.RateLimit)
 		}

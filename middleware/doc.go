@@ -21,6 +21,7 @@
 // The retry and breaker layers read status codes, which a plain
 // RoundTripper is not meant to do; that is their job.
 //
-// The package imports only the standard library; configuration, reload and
-// the registry live in other packages.
+// The package imports only the standard library and golang.org/x/time/rate
+// (the rate limit's token bucket); configuration, reload and the registry
+// live in other packages.
 package middleware

@@ -70,7 +70,7 @@ func BenchmarkChain(b *testing.B) {
 			middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1 << 20}, ev).Middleware(),
 			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget), Events: ev, InnerKeepsRequest: true}),
 			middleware.AttemptTimeout(0, ev),
-			middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e9, Burst: 1 << 20}, ev).Middleware(),
+			middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e9, Burst: 1 << 20}, middleware.RateLimitOptions{Events: ev}).Middleware(),
 			middleware.Headers(nil),
 			middleware.Logging(middleware.LogDebug, ev),
 		)
@@ -103,7 +103,7 @@ func BenchmarkLayersAdded(b *testing.B) {
 	}{
 		{"logging", middleware.Logging(middleware.LogDebug, ev)},
 		{"headers", middleware.Headers(nil)},
-		{"ratelimit", middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e9, Burst: 1 << 20}, ev).Middleware()},
+		{"ratelimit", middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e9, Burst: 1 << 20}, middleware.RateLimitOptions{Events: ev}).Middleware()},
 		{"attempt-timeout", middleware.AttemptTimeout(0, ev)},
 		{"retry", middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget), Events: ev, InnerKeepsRequest: true})},
 		{"bulkhead", middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1 << 20}, ev).Middleware()},
