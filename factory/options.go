@@ -58,11 +58,7 @@ type Options struct {
 	// in-memory transports. Like every http.RoundTripper it must not change
 	// the requests it is given: unless a client has Attempt hooks, its
 	// attempts share the caller's URL and Header (see
-	// middleware.RetryOptions.InnerKeepsRequest). And a Base that wraps the
-	// request's context with context.WithValue before deriving a cancelable
-	// one costs a goroutine per request while it runs (see
-	// middleware.TimeoutOptions.StdContext): do such wrapping in an Attempt
-	// hook instead.
+	// middleware.RetryOptions.InnerKeepsRequest).
 	Base http.RoundTripper
 	// Hooks are code-only settings applied to every client.
 	Hooks Hooks

@@ -97,18 +97,17 @@ func (r *Registry) build(name string, c config.ClientConfig, m material, defined
 	// The layers, outermost first, as DESIGN.md's pipeline draws them. Every
 	// error that leaves the pipeline, code's own layers' included, is
 	// redacted first.
-	// Code's attempt middleware may change their request and wrap its
-	// context (tracing does): they get a deep clone per attempt and the
-	// standard library's deadline contexts (see TimeoutOptions.StdContext).
-	// Without them every layer below retry is this package's, down to the
-	// base transport (Options.Base must keep the same rules: see there).
+	// Code's attempt middleware may change their request: they get a deep
+	// clone per attempt. Without them every layer below retry is this
+	// package's, down to the base transport (Options.Base must keep the
+	// same rules: see there).
 	ownAttempts := len(all.Attempt) == 0 && len(own.Attempt) == 0
-	tmo := middleware.TimeoutOptions{Events: ev, StdContext: !ownAttempts}
+	tmo := middleware.TimeoutOptions{Events: ev}
 	layers := make([]middleware.Middleware, 0, 16)
 	layers = append(layers, middleware.RedactErrors())
 	layers = append(layers, all.Outer...)
 	layers = append(layers, own.Outer...)
-	layers = append(layers, middleware.TimeoutWith(c.Timeout, tmo))
+	layers = append(layers, middleware.Timeout(c.Timeout, tmo))
 	if p.breaker != nil {
 		layers = append(layers, p.breaker.Middleware())
 	}
@@ -120,7 +119,7 @@ func (r *Registry) build(name string, c config.ClientConfig, m material, defined
 			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev,
 			InnerKeepsRequest: ownAttempts,
 		}),
-		middleware.AttemptTimeoutWith(c.Retry.AttemptTimeout, tmo),
+		middleware.AttemptTimeout(c.Retry.AttemptTimeout, tmo),
 	)
 	layers = append(layers, all.Attempt...)
 	layers = append(layers, own.Attempt...)

@@ -150,7 +150,7 @@ func (b *Breaker) settle(req *http.Request, c *circuit, tk ticket, out outcome, 
 // other error.
 func (b *Breaker) classify(req *http.Request, resp *http.Response, err error) outcome {
 	if err != nil {
-		if ctx := req.Context(); ctx.Err() != nil && !ownDeadlineFired(ctx) {
+		if ctx := req.Context(); ctx.Err() != nil && !ownTimeoutFired(ctx) {
 			return outcomeIgnored
 		}
 	}

@@ -122,8 +122,8 @@ func TestDeadlineAllocs(t *testing.T) {
 		name string
 		rt   http.RoundTripper
 	}{
-		{"Timeout", Timeout(time.Minute, nil)(next)},
-		{"AttemptTimeout", AttemptTimeout(time.Minute, nil)(next)},
+		{"Timeout", Timeout(time.Minute, TimeoutOptions{})(next)},
+		{"AttemptTimeout", AttemptTimeout(time.Minute, TimeoutOptions{})(next)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			n := testing.AllocsPerRun(100, func() {

@@ -47,7 +47,7 @@ func BenchmarkLogging(b *testing.B) {
 
 // BenchmarkAttemptTimeout measures the per-attempt deadline layer alone.
 func BenchmarkAttemptTimeout(b *testing.B) {
-	benchRT(b, middleware.AttemptTimeout(10*time.Second, nil)(prebuilt()))
+	benchRT(b, middleware.AttemptTimeout(10*time.Second, middleware.TimeoutOptions{})(prebuilt()))
 }
 
 // BenchmarkChain measures whole pipelines built as the factory builds them,
@@ -65,11 +65,11 @@ func BenchmarkChain(b *testing.B) {
 		breaker := middleware.DefaultBreakerSettings()
 		breaker.Enabled = true
 		chain := middleware.Chain(
-			middleware.Timeout(0, ev),
+			middleware.Timeout(0, middleware.TimeoutOptions{Events: ev}),
 			middleware.NewBreaker(breaker, middleware.BreakerOptions{Events: ev}).Middleware(),
 			middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1 << 20}, ev).Middleware(),
 			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget), Events: ev, InnerKeepsRequest: true}),
-			middleware.AttemptTimeout(0, ev),
+			middleware.AttemptTimeout(0, middleware.TimeoutOptions{Events: ev}),
 			middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e9, Burst: 1 << 20}, middleware.RateLimitOptions{Events: ev}).Middleware(),
 			middleware.Headers(nil),
 			middleware.Logging(middleware.LogDebug, ev),
@@ -78,9 +78,9 @@ func BenchmarkChain(b *testing.B) {
 	})
 	b.Run("defaults", func(b *testing.B) {
 		chain := middleware.Chain(
-			middleware.Timeout(30*time.Second, ev),
+			middleware.Timeout(30*time.Second, middleware.TimeoutOptions{Events: ev}),
 			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget), Events: ev, InnerKeepsRequest: true}),
-			middleware.AttemptTimeout(0, ev),
+			middleware.AttemptTimeout(0, middleware.TimeoutOptions{Events: ev}),
 			middleware.Headers(nil),
 			middleware.Logging(middleware.LogDebug, ev),
 		)
@@ -104,11 +104,11 @@ func BenchmarkLayersAdded(b *testing.B) {
 		{"logging", middleware.Logging(middleware.LogDebug, ev)},
 		{"headers", middleware.Headers(nil)},
 		{"ratelimit", middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e9, Burst: 1 << 20}, middleware.RateLimitOptions{Events: ev}).Middleware()},
-		{"attempt-timeout", middleware.AttemptTimeout(0, ev)},
+		{"attempt-timeout", middleware.AttemptTimeout(0, middleware.TimeoutOptions{Events: ev})},
 		{"retry", middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget), Events: ev, InnerKeepsRequest: true})},
 		{"bulkhead", middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1 << 20}, ev).Middleware()},
 		{"breaker", middleware.NewBreaker(breaker, middleware.BreakerOptions{Events: ev}).Middleware()},
-		{"timeout-off", middleware.Timeout(0, ev)},
+		{"timeout-off", middleware.Timeout(0, middleware.TimeoutOptions{Events: ev})},
 		{"redact-errors", middleware.RedactErrors()},
 	}
 	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/v1/items", nil)

@@ -236,7 +236,7 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	for n := 1; ; n++ {
 		actx := ctx
 		if n > 1 { // the first attempt needs no mark: AttemptFrom reads 1 without one
-			actx = &attemptCtx{Context: ctx, n: n}
+			actx = context.WithValue(ctx, attemptKey{}, n)
 		}
 		var areq *http.Request
 		switch {
@@ -328,33 +328,6 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 // attemptKey is the context key under which Retry marks the attempt number
 // of a retry's request. An empty struct type: no collision, no allocation.
 type attemptKey struct{}
-
-// attemptCtx is the context of a retry: ctx marked with its attempt
-// number, as context.WithValue would mark it, but forwarding the AfterFunc
-// method of a timeout layer's context (see deadlineCtx), which a
-// context.WithValue hides: the contexts the layers below derive from it
-// (one per request in *http.Transport) then cost no goroutine.
-type attemptCtx struct {
-	context.Context
-	n int
-}
-
-func (c *attemptCtx) Value(key any) any {
-	if key == (attemptKey{}) {
-		return c.n
-	}
-	return c.Context.Value(key)
-}
-
-// AfterFunc arranges for f to run once c is done (see context.AfterFunc).
-func (c *attemptCtx) AfterFunc(f func()) (stop func() bool) {
-	if a, ok := c.Context.(interface{ AfterFunc(func()) func() bool }); ok {
-		return a.AfterFunc(f)
-	}
-	return context.AfterFunc(c.Context, f)
-}
-
-func (c *attemptCtx) String() string { return "switchboard.attemptCtx" }
 
 // AttemptFrom returns the 1-based number of the attempt whose request
 // context is ctx: 2 for the first retry of a call. Retry marks the
