@@ -97,11 +97,6 @@ func (r *Registry) build(name string, c config.ClientConfig, m material, defined
 	// The layers, outermost first, as DESIGN.md's pipeline draws them. Every
 	// error that leaves the pipeline, code's own layers' included, is
 	// redacted first.
-	// Code's attempt middleware may change their request: they get a deep
-	// clone per attempt. Without them every layer below retry is this
-	// package's, down to the base transport (Options.Base must keep the
-	// same rules: see there).
-	ownAttempts := len(all.Attempt) == 0 && len(own.Attempt) == 0
 	tmo := middleware.TimeoutOptions{Events: ev}
 	layers := make([]middleware.Middleware, 0, 16)
 	layers = append(layers, middleware.RedactErrors())
@@ -117,7 +112,6 @@ func (r *Registry) build(name string, c config.ClientConfig, m material, defined
 	layers = append(layers,
 		middleware.Retry(c.Retry, middleware.RetryOptions{
 			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev,
-			InnerKeepsRequest: ownAttempts,
 		}),
 		middleware.AttemptTimeout(c.Retry.AttemptTimeout, tmo),
 	)

@@ -16,9 +16,9 @@
 // Every layer keeps the http.RoundTripper contract: it never changes the
 // request it is given (a layer that must change one works on a copy), it
 // closes the request body, it returns a response or an error, never both
-// nil, and it is safe for concurrent use. Retry relies on that contract
-// when RetryOptions.InnerKeepsRequest says the layers below keep it too.
-// The retry and breaker layers read status codes, which a plain
+// nil, and it is safe for concurrent use. Retry gives every attempt its
+// own Request.Clone, so the layers and hooks below it may change their
+// request without the caller's ever changing. The retry and breaker layers read status codes, which a plain
 // RoundTripper is not meant to do; that is their job.
 //
 // The package imports only the standard library and golang.org/x/time/rate

@@ -30,8 +30,9 @@ func Headers(h map[string]string) Middleware {
 			if !missing {
 				return next.RoundTrip(req)
 			}
-			r2 := new(http.Request)
-			*r2 = *req
+			// A shallow copy is enough: only its Header is replaced, by a
+			// clone that the copy owns.
+			r2 := req.WithContext(req.Context())
 			r2.Header = req.Header.Clone()
 			if r2.Header == nil {
 				r2.Header = make(http.Header, len(keys))

@@ -52,22 +52,6 @@ type RetryOptions struct {
 	// Rand returns a random value in [0, 1) for jitter; nil means
 	// math/rand/v2's Float64. It must be safe for concurrent use.
 	Rand func() float64
-	// InnerKeepsRequest promises that every layer below Retry, down to the
-	// transport, keeps net/http's RoundTripper contract: it never changes a
-	// request it is given (every layer of this package keeps it, as does
-	// *http.Transport; Headers and Auth set their headers on a copy). Then
-	// the first attempt is the caller's request itself when it needs no
-	// change (its body is not one the layer buffered), as with a bare
-	// http.Client, and every retry gets its own *http.Request with its own
-	// context and body, whose URL, Header and other maps are the caller's,
-	// shared read-only, in place of a deep clone: on the success path that
-	// saves most of the layer's cost (BenchmarkRetry: ~500 ns to ~100 ns)
-	// and two allocations. False (the zero value) deep-clones every
-	// attempt, a call without retries included, so a layer below may change
-	// its request freely. The factory sets it for a client without
-	// Hooks.Attempt. Like the rest of RetryOptions it is read once, by
-	// Retry.
-	InnerKeepsRequest bool
 }
 
 // Retry returns the middleware that retries failed attempts of a logical
@@ -97,9 +81,9 @@ type RetryOptions struct {
 // call and end at once when the context is done; the call then returns the
 // context's error, wrapped.
 //
-// Each attempt is sent as a fresh clone of the caller's request (deep
-// where req.Clone is deep, unless RetryOptions.InnerKeepsRequest says the
-// layers below change nothing), and the caller's request is never changed.
+// Each attempt is sent as its own *http.Request, req.Clone with the
+// attempt's context and body, so the layers below may change it (headers,
+// path values, anything) and the caller's request is never changed.
 // A response that will be retried is drained (up to 64 KiB) and closed
 // before the wait. The last response is returned intact: running out of
 // attempts is not an error, and it emits EventRetryExhausted when that last
@@ -107,8 +91,7 @@ type RetryOptions struct {
 // RoundTripper contract requires.
 //
 // With MaxRetries 0 (and no override) the layer only deposits into the
-// budget and passes the request on: as is with InnerKeepsRequest, else a
-// deep clone of it. The retry layer reads status codes, which a plain
+// budget and passes on a clone of the request. The retry layer reads status codes, which a plain
 // RoundTripper does not; that is its job. It is safe for concurrent use; s
 // and o are copied.
 func Retry(s RetrySettings, o RetryOptions) Middleware {
@@ -126,7 +109,6 @@ type retryPolicy struct {
 	methods     []string   // upper-cased eligible methods; unused when allMethods
 	allMethods  bool
 	shouldRetry func(*http.Request, *http.Response, error) bool
-	shallow     bool // RetryOptions.InnerKeepsRequest
 	budget      *Budget
 	ev          *Events
 	rand        func() float64
@@ -137,7 +119,6 @@ func newRetryPolicy(s RetrySettings, o RetryOptions) *retryPolicy {
 		s:           s,
 		allMethods:  s.RetryAllMethods,
 		shouldRetry: o.ShouldRetry,
-		shallow:     o.InnerKeepsRequest,
 		budget:      o.Budget,
 		ev:          o.Events,
 		rand:        o.Rand,
@@ -214,10 +195,7 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	maxRetries := maxRetriesFor(ctx, p.s.MaxRetries)
 	if maxRetries == 0 {
-		if !p.shallow {
-			req = cloneRequest(ctx, req) // the layers below may change their request
-		}
-		return rt.next.RoundTrip(req)
+		return rt.next.RoundTrip(req.Clone(ctx)) // the layers below may change their request
 	}
 	// The body plan stays on this frame; only a body that must be buffered
 	// allocates (the buffer). A call whose method can never be retried does
@@ -238,20 +216,10 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		if n > 1 { // the first attempt needs no mark: AttemptFrom reads 1 without one
 			actx = context.WithValue(ctx, attemptKey{}, n)
 		}
-		var areq *http.Request
-		switch {
-		case !p.shallow:
-			areq = cloneRequest(actx, req)
-		case n == 1 && rb.kind != replayBuffered && body == req.Body && length == req.ContentLength:
-			areq = req // nothing to change: send it as is
-		default:
-			areq = req.WithContext(actx)
-		}
-		if areq != req {
-			areq.Body, areq.ContentLength = body, length
-			if rb.kind == replayBuffered {
-				areq.GetBody = rb.buf.getBody
-			}
+		areq := req.Clone(actx)
+		areq.Body, areq.ContentLength = body, length
+		if rb.kind == replayBuffered {
+			areq.GetBody = rb.buf.getBody
 		}
 		resp, err = rt.next.RoundTrip(areq)
 		if resp == nil && err == nil {
