@@ -65,7 +65,9 @@ type RetryOptions struct {
 //     is sent once, intact (the buffered prefix, then the rest), and never
 //     retried;
 //  3. the caller's context is still alive (its cancellation or deadline is
-//     never retried);
+//     never retried), and the error is not a local rejection,
+//     ErrBulkheadFull or ErrRateLimited (back-pressure from this process,
+//     not a backend failure; see the package doc's table);
 //  4. RetryOptions.ShouldRetry, if set, which replaces 5 and 6;
 //  5. method eligible: RetryAllMethods, else the method is in
 //     RetryableMethods (upper-cased; matched case-sensitively, as HTTP
@@ -235,12 +237,12 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil // gate 6 first: the common success needs no other
 		}
 		if n > maxRetries { // gate 1
-			if ctx.Err() == nil && p.retryable(req, resp, err) {
+			if ctx.Err() == nil && !localBackPressure(err) && p.retryable(req, resp, err) {
 				p.emit(ctx, slog.LevelWarn, EventRetryExhausted, req, n, 0, resp, err)
 			}
 			return resp, err
 		}
-		if !rb.replayable() || ctx.Err() != nil || !p.retryable(req, resp, err) { // gates 2 to 6
+		if !rb.replayable() || ctx.Err() != nil || localBackPressure(err) || !p.retryable(req, resp, err) { // gates 2 to 6
 			return resp, err
 		}
 		now := time.Now()
@@ -310,6 +312,12 @@ func AttemptFrom(ctx context.Context) int {
 		}
 	}
 	return 1
+}
+
+// localBackPressure reports whether err is a refusal of a bulkhead or a
+// rate limit, which Retry never retries (gate 3).
+func localBackPressure(err error) bool {
+	return err != nil && (errors.Is(err, ErrBulkheadFull) || errors.Is(err, ErrRateLimited))
 }
 
 // emit sends a retry event about the outcome (resp or err) of attempt n.
