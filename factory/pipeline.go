@@ -142,7 +142,7 @@ func (r *Registry) carry(p, old *pipeline, ev *middleware.Events, h Hooks) {
 
 	p.budget = old.budget
 	if p.budget == nil {
-		p.budget = middleware.NewBudget(c.Retry.Budget)
+		p.budget = middleware.NewBudget(c.Retry.Budget, middleware.BudgetOptions{})
 	} else if old.cfg.Retry.Budget != c.Retry.Budget {
 		p.budget.Update(c.Retry.Budget)
 	}

@@ -85,7 +85,7 @@ func TestRateLimitedCallsLeaveBreakerClosed(t *testing.T) {
 func TestRateLimitedCallIsNotRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ev, rec := newEvents()
-		budget := middleware.NewBudget(middleware.BudgetSettings{Ratio: 0, MinPerSecond: 1, TTL: 10 * time.Second})
+		budget := middleware.NewBudget(middleware.BudgetSettings{Ratio: 0, MinPerSecond: 1, TTL: 10 * time.Second}, middleware.BudgetOptions{})
 		before := budget.Balance()
 		lim := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1, Burst: 1}, middleware.RateLimitOptions{})
 		rt := fakert.New()

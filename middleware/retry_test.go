@@ -82,7 +82,7 @@ func TestRetryGatesInOrder(t *testing.T) {
 			steps: steps(502, 200), wantCalls: 2, wantStatus: 200},
 		{name: "outcome: transport error retried", steps: []fakert.Step{{Err: errReset}, {}}, wantCalls: 2, wantStatus: 200},
 		{name: "budget: no token", opts: func(o *middleware.RetryOptions) {
-			o.Budget = middleware.NewBudget(middleware.BudgetSettings{TTL: 10 * time.Second})
+			o.Budget = middleware.NewBudget(middleware.BudgetSettings{TTL: 10 * time.Second}, middleware.BudgetOptions{})
 		}, steps: steps(503), wantCalls: 1, wantStatus: 503, wantEvent: middleware.EventRetryBudgetExhausted},
 	}
 	for _, tt := range tests {
@@ -488,11 +488,11 @@ func BenchmarkRetry(b *testing.B) {
 	})
 	b.Run("budget", func(b *testing.B) {
 		s := middleware.DefaultRetrySettings()
-		benchRT(b, middleware.Retry(s, middleware.RetryOptions{Budget: middleware.NewBudget(s.Budget)})(prebuilt()))
+		benchRT(b, middleware.Retry(s, middleware.RetryOptions{Budget: middleware.NewBudget(s.Budget, middleware.BudgetOptions{})})(prebuilt()))
 	})
 	b.Run("budget inner keeps request", func(b *testing.B) {
 		s := middleware.DefaultRetrySettings()
-		benchRT(b, middleware.Retry(s, middleware.RetryOptions{Budget: middleware.NewBudget(s.Budget)})(prebuilt()))
+		benchRT(b, middleware.Retry(s, middleware.RetryOptions{Budget: middleware.NewBudget(s.Budget, middleware.BudgetOptions{})})(prebuilt()))
 	})
 }
 
