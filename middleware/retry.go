@@ -71,7 +71,8 @@ type RetryOptions struct {
 //  4. RetryOptions.ShouldRetry, if set, which replaces 5 and 6;
 //  5. method eligible: RetryAllMethods, else the method is in
 //     RetryableMethods (upper-cased; matched case-sensitively, as HTTP
-//     does), else in the idempotent set GET HEAD OPTIONS PUT DELETE;
+//     does; nil means the idempotent set GET HEAD OPTIONS PUT DELETE, an
+//     empty list no method);
 //  6. outcome retryable: a status in RetryableStatus, or a transport error
 //     that is not permanent (see IsPermanent);
 //  7. the wait is allowed: a Retry-After longer than MaxBackoff, or a wait
@@ -138,13 +139,15 @@ func newRetryPolicy(s RetrySettings, o RetryOptions) *retryPolicy {
 			p.status[c/64] |= 1 << (c % 64)
 		}
 	}
-	for _, m := range s.RetryableMethods {
+	methods := s.RetryableMethods
+	if methods == nil {
+		methods = IdempotentMethods()
+	}
+	p.methods = make([]string, 0, len(methods)) // empty, not nil: [] retries no method
+	for _, m := range methods {
 		if m = strings.ToUpper(strings.TrimSpace(m)); m != "" {
 			p.methods = append(p.methods, m)
 		}
-	}
-	if len(p.methods) == 0 {
-		p.methods = IdempotentMethods()
 	}
 	p.s.RetryableStatus, p.s.RetryableMethods = nil, nil // not read after this point
 	return p
