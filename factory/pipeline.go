@@ -121,9 +121,9 @@ func (r *Registry) build(name string, c config.ClientConfig, m material, defined
 		layers = append(layers, p.limiter.Middleware())
 	}
 	layers = append(layers,
-		middleware.Headers(c.Headers),
+		middleware.Headers(c.Headers, middleware.HeadersOptions{}),
 		middleware.Auth(c.Auth.Host, m.cred, ev),
-		middleware.Logging(c.Logging.Level, ev),
+		middleware.Logging(c.Logging, middleware.LoggingOptions{Events: ev}),
 	)
 	p.rt = middleware.Chain(layers...)(bottom)
 	return p, nil
@@ -164,7 +164,7 @@ func (r *Registry) carry(p, old *pipeline, ev *middleware.Events, h Hooks) {
 	if c.Bulkhead.MaxConcurrent > 0 {
 		p.bulkhead = old.bulkhead
 		if p.bulkhead == nil {
-			p.bulkhead = middleware.NewBulkhead(c.Bulkhead, ev)
+			p.bulkhead = middleware.NewBulkhead(c.Bulkhead, middleware.BulkheadOptions{Events: ev})
 		} else if old.cfg.Bulkhead != c.Bulkhead {
 			p.bulkhead.Update(c.Bulkhead)
 		}

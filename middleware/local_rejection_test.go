@@ -21,7 +21,7 @@ import (
 func TestBulkheadFullLeavesBreakerClosed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newBk(bkSettings(func(s *middleware.BreakerSettings) { s.FailureThreshold = 2 }), middleware.BreakerOptions{})
-		bh := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1}, nil)
+		bh := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1}, middleware.BulkheadOptions{})
 		h.rt = middleware.Chain(h.b.Middleware(), bh.Middleware())(h.f)
 
 		h.calls(t, 1, 500) // one real failure: the count is 1 of 2
