@@ -14,6 +14,7 @@ require (
 	github.com/spf13/pflag v1.1.0
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.3
+	golang.org/x/time v0.15.0
 )
 
 require (

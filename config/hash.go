@@ -11,17 +11,22 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/switchboard-http/switchboard/middleware"
 )
 
 // Hash returns a stable digest (64 hex digits of SHA-256) of every effective
 // setting of c: equal settings give equal hashes in every process and
 // version of Go, and any change to any key, header or list item changes it.
-// A nil and an empty map or list hash alike. The contents of referenced
+// A nil and an empty map hash alike. A nil retry.retryable_status or
+// retry.retryable_methods hashes as the default list it means to the retry
+// layer, and an empty one ("none") differs from both (see listDefaults). The contents of referenced
 // files (tokens, certificates) are not part of it, only their names. Use it
 // to tell whether a client changed across reloads and to show in status.
 // Secret values only enter the digest, never the output. Hash is safe for
 // concurrent use.
 func (c ClientConfig) Hash() string {
+	c.Retry = listDefaults(c.Retry)
 	w := hashers.Get().(*leafHasher)
 	w.buf = w.buf[:0]
 	v := reflect.ValueOf(&c).Elem()
@@ -141,6 +146,27 @@ func (w *leafHasher) leaf(f *field, v reflect.Value) {
 	w.buf = append(b, '\n')
 }
 
+// The lists a nil retryable_status or retryable_methods means; read-only.
+var (
+	defaultRetryableStatus  = middleware.DefaultRetryableStatus()
+	defaultRetryableMethods = middleware.IdempotentMethods()
+)
+
+// listDefaults returns r with a nil RetryableStatus or RetryableMethods
+// replaced by the default list that middleware.Retry reads nil as, so that
+// Hash and Equal judge what the retry layer will do: nil and the default
+// list are alike, and an empty list, which retries nothing, differs from
+// both (a code-built change from nil to []int{} is a change).
+func listDefaults(r middleware.RetrySettings) middleware.RetrySettings {
+	if r.RetryableStatus == nil {
+		r.RetryableStatus = defaultRetryableStatus
+	}
+	if r.RetryableMethods == nil {
+		r.RetryableMethods = defaultRetryableMethods
+	}
+	return r
+}
+
 // lookupTree returns the value at the dotted path rel of a toTree tree.
 func lookupTree(tree map[string]any, rel string) any {
 	var v any = tree
@@ -187,9 +213,10 @@ func referencedFiles(file string, cfg Config) []string {
 // Hash's cost: when it reports true, Hash reports the same digest for both,
 // except that Equal compares floats as numbers (-0 equals 0; NaN equals
 // nothing), where Hash tells -0 from 0. As in Hash, a nil and an empty map
-// or list are alike. It is safe for concurrent use.
+// are alike, and a nil retry list equals its default list but not an empty
+// one. It is safe for concurrent use.
 func (c ClientConfig) Equal(o ClientConfig) bool {
-	cr, or := c.Retry, o.Retry
+	cr, or := listDefaults(c.Retry), listDefaults(o.Retry)
 	// Each block but retry compares with == (a block that gains a map or a
 	// slice no longer compiles here); TestClientConfigEqualSeesEveryKey
 	// fails for a key this function forgets.

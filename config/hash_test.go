@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-http/switchboard/config"
+	"github.com/switchboard-http/switchboard/middleware"
 )
 
 func TestClientConfigHash(t *testing.T) {
@@ -21,9 +22,9 @@ func TestClientConfigHash(t *testing.T) {
 
 	same := config.Default()
 	same.Headers = nil
-	same.Retry.RetryableMethods = nil
+	same.Retry.RetryableMethods, same.Retry.RetryableStatus = nil, nil
 	if got := same.Hash(); got != base {
-		t.Errorf("Hash with nil instead of empty map and list: got %s, want %s", got, base)
+		t.Errorf("Hash with nil instead of an empty map and the default lists: got %s, want %s", got, base)
 	}
 
 	tests := []struct {
@@ -107,5 +108,48 @@ func mustWrite(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNilAndEmptyRetryListsDiffer guards the nil-versus-[] trap: for the
+// retry layer a nil retryable_status or retryable_methods means the
+// default list and an empty one means none, so Equal and Hash must see a
+// code-built change from nil to an empty list (or a reload would skip it
+// and keep retrying), and must not see one from nil to the default list.
+func TestNilAndEmptyRetryListsDiffer(t *testing.T) {
+	tests := []struct {
+		name          string
+		setNil, empty func(c *config.ClientConfig)
+		defaultList   func(c *config.ClientConfig)
+	}{
+		{
+			name:        "retryable_status",
+			setNil:      func(c *config.ClientConfig) { c.Retry.RetryableStatus = nil },
+			empty:       func(c *config.ClientConfig) { c.Retry.RetryableStatus = []int{} },
+			defaultList: func(c *config.ClientConfig) { c.Retry.RetryableStatus = middleware.DefaultRetryableStatus() },
+		},
+		{
+			name:        "retryable_methods",
+			setNil:      func(c *config.ClientConfig) { c.Retry.RetryableMethods = nil },
+			empty:       func(c *config.ClientConfig) { c.Retry.RetryableMethods = []string{} },
+			defaultList: func(c *config.ClientConfig) { c.Retry.RetryableMethods = middleware.IdempotentMethods() },
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			withNil, withEmpty, withDefault := config.Default(), config.Default(), config.Default()
+			tt.setNil(&withNil)
+			tt.empty(&withEmpty)
+			tt.defaultList(&withDefault)
+			if withNil.Equal(withEmpty) || withEmpty.Equal(withNil) {
+				t.Error("Equal(nil list, empty list): got true, want false")
+			}
+			if withNil.Hash() == withEmpty.Hash() {
+				t.Error("Hash: nil and empty list alike, want different")
+			}
+			if !withNil.Equal(withDefault) || withNil.Hash() != withDefault.Hash() {
+				t.Error("nil and the default list: want Equal and the same Hash (the same behaviour)")
+			}
+		})
 	}
 }

@@ -34,7 +34,7 @@ var keyDocs = map[string]string{
 	"retry.max_backoff":           "Cap of every delay. A longer Retry-After is not waited for: the response is returned at once.",
 	"retry.jitter":                "How each delay is randomised: full = [0, cap], equal = cap/2 + [0, cap/2], decorrelated, none = cap.",
 	"retry.retryable_status":      "Response status codes that are retried. [] = none (transport errors only).",
-	"retry.retryable_methods":     "Methods that are retried; a list replaces the default set. [] = GET HEAD OPTIONS PUT DELETE.",
+	"retry.retryable_methods":     "Methods that are retried; a list replaces the default set. [] = none (only retry_all_methods retries then).",
 	"retry.retry_all_methods":     "Retry every method, POST and PATCH included.",
 	"retry.attempt_timeout":       "Deadline of each attempt; must be less than timeout. 0 = none.",
 	"retry.max_buffered_body":     "Bytes of a request body without GetBody buffered so that it can be replayed. 0 = such bodies are never retried.",

@@ -96,7 +96,7 @@ func benchClient(b *testing.B, c *http.Client) {
 // BenchmarkRequest compares a GET through the built-in default pipeline
 // (retry, budget, 30s timeout) with the same in-memory transport bare, and
 // with an attempt hook that does nothing: what a client with Hooks.Attempt
-// pays for its deep clones and standard deadline contexts.
+// pays for the hook's layer.
 func BenchmarkRequest(b *testing.B) {
 	b.Run("bare", func(b *testing.B) { benchClient(b, &http.Client{Transport: okTransport}) })
 	b.Run("defaults", func(b *testing.B) { benchClient(b, benchRegistry(b).Get("billing")) })

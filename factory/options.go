@@ -60,14 +60,7 @@ type Options struct {
 	// Base, when not nil, is the base RoundTripper of every client instead of
 	// an *http.Transport built from the transport and tls blocks (which are
 	// then ignored, except transport.max_redirects). Meant for tests and
-	// in-memory transports. Like every http.RoundTripper it must not change
-	// the requests it is given: unless a client has Attempt hooks, its
-	// attempts share the caller's URL and Header (see
-	// middleware.RetryOptions.InnerKeepsRequest). And a Base that wraps the
-	// request's context with context.WithValue before deriving a cancelable
-	// one costs a goroutine per request while it runs (see
-	// middleware.TimeoutOptions.StdContext): do such wrapping in an Attempt
-	// hook instead.
+	// in-memory transports. Each attempt it gets is a clone of its own.
 	Base http.RoundTripper
 	// Hooks are code-only settings applied to every client.
 	Hooks Hooks
@@ -83,9 +76,8 @@ type Hooks struct {
 	// outside the total timeout. The first is the outermost.
 	Outer []middleware.Middleware
 	// Attempt middleware see every attempt, just inside the attempt timeout.
-	// With any set, every attempt of the client is a deep clone of the
-	// caller's request, which they may change; without, attempts share the
-	// caller's URL and Header read-only, which is cheaper.
+	// Every attempt is a clone of the caller's request (Request.Clone),
+	// which they may change: the caller's request is never changed.
 	Attempt []middleware.Middleware
 	// ShouldRetry replaces the method and outcome gates of the retry layer
 	// (see middleware.RetryOptions).

@@ -103,18 +103,12 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	// The layers, outermost first, as DESIGN.md's pipeline draws them. Every
 	// error that leaves the pipeline, code's own layers' included, is
 	// redacted first.
-	// Code's attempt middleware may change their request and wrap its
-	// context (tracing does): they get a deep clone per attempt and the
-	// standard library's deadline contexts (see TimeoutOptions.StdContext).
-	// Without them every layer below retry is this package's, down to the
-	// base transport (Options.Base must keep the same rules: see there).
-	ownAttempts := len(all.Attempt) == 0 && len(own.Attempt) == 0
-	tmo := middleware.TimeoutOptions{Events: ev, StdContext: !ownAttempts}
+	tmo := middleware.TimeoutOptions{Events: ev}
 	layers := make([]middleware.Middleware, 0, 16)
 	layers = append(layers, middleware.RedactErrors())
 	layers = append(layers, all.Outer...)
 	layers = append(layers, own.Outer...)
-	layers = append(layers, middleware.TimeoutWith(c.Timeout, tmo))
+	layers = append(layers, middleware.Timeout(c.Timeout, tmo))
 	if p.breaker != nil {
 		layers = append(layers, p.breaker.Middleware())
 	}
@@ -124,9 +118,8 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	layers = append(layers,
 		middleware.Retry(c.Retry, middleware.RetryOptions{
 			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev,
-			InnerKeepsRequest: ownAttempts,
 		}),
-		middleware.AttemptTimeoutWith(c.Retry.AttemptTimeout, tmo),
+		middleware.AttemptTimeout(c.Retry.AttemptTimeout, tmo),
 	)
 	layers = append(layers, all.Attempt...)
 	layers = append(layers, own.Attempt...)
@@ -134,9 +127,9 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 		layers = append(layers, p.limiter.Middleware())
 	}
 	layers = append(layers,
-		middleware.Headers(c.Headers),
+		middleware.Headers(c.Headers, middleware.HeadersOptions{}),
 		middleware.Auth(c.Auth.Host, m.cred, ev),
-		middleware.Logging(c.Logging.Level, ev),
+		middleware.Logging(c.Logging, middleware.LoggingOptions{Events: ev}),
 		middleware.Fault(c.Fault, middleware.FaultOptions{Events: ev, Seed: h.FaultSeed}),
 	)
 	p.rt = middleware.Chain(layers...)(bottom)
@@ -157,7 +150,7 @@ func (r *Registry) components(p, old *pipeline, cp ClientPlan, ev *middleware.Ev
 	retuned := func(component string) bool { return cp.Component(component) == Retuned }
 
 	if p.budget = old.budget; p.budget == nil || !keep(ComponentBudget) {
-		p.budget = middleware.NewBudget(c.Retry.Budget)
+		p.budget = middleware.NewBudget(c.Retry.Budget, middleware.BudgetOptions{})
 	} else if retuned(ComponentBudget) {
 		b, s := p.budget, c.Retry.Budget
 		retunes = append(retunes, func() { b.Update(s) })
@@ -179,7 +172,7 @@ func (r *Registry) components(p, old *pipeline, cp ClientPlan, ev *middleware.Ev
 
 	if c.Bulkhead.MaxConcurrent > 0 {
 		if p.bulkhead = old.bulkhead; p.bulkhead == nil || !keep(ComponentBulkhead) {
-			p.bulkhead = middleware.NewBulkhead(c.Bulkhead, ev)
+			p.bulkhead = middleware.NewBulkhead(c.Bulkhead, middleware.BulkheadOptions{Events: ev})
 		} else if retuned(ComponentBulkhead) {
 			b, s := p.bulkhead, c.Bulkhead
 			retunes = append(retunes, func() { b.Update(s) })
@@ -193,7 +186,7 @@ func (r *Registry) components(p, old *pipeline, cp ClientPlan, ev *middleware.Ev
 
 	if c.RateLimit.RequestsPerSecond > 0 {
 		if p.limiter = old.limiter; p.limiter == nil || !keep(ComponentRateLimit) {
-			p.limiter = middleware.NewRateLimit(c.RateLimit, ev)
+			p.limiter = middleware.NewRateLimit(c.RateLimit, middleware.RateLimitOptions{Events: ev})
 		} else if retuned(ComponentRateLimit) {
 			l, s := p.limiter, c.RateLimit
 			retunes = append(retunes, func() { l.Update(s) })

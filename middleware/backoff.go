@@ -92,10 +92,12 @@ func usesRand(j Jitter) bool { return j != JitterNone }
 // ParseRetryAfter parses the value of a Retry-After header, as of now, into
 // the time to wait. Both forms of RFC 9110 §10.2.3 are accepted:
 // delta-seconds ("120") and an HTTP-date ("Wed, 21 Oct 2015 07:28:00 GMT",
-// and the obsolete forms http.ParseTime knows). A date in the past gives 0;
-// a number of seconds too large for a time.Duration saturates at the
-// longest one. ok is false for an empty, negative or malformed value, which
-// callers ignore. It is a pure function of its arguments.
+// and the obsolete forms http.ParseTime knows). A number of seconds too
+// large for a time.Duration saturates at the longest one. ok is false for
+// an empty, negative or malformed value and for a date that is not after
+// now (in the past, as from a server whose clock is behind): callers
+// ignore it, and the retry layer's backoff schedule applies. "0" seconds
+// is valid: retry at once. It is a pure function of its arguments.
 func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
@@ -115,7 +117,7 @@ func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 	if d := t.Sub(now); d > 0 {
 		return d, true
 	}
-	return 0, true
+	return 0, false
 }
 
 // isDigits reports whether s is made of ASCII digits only.

@@ -119,7 +119,8 @@ func TestParseRetryAfter(t *testing.T) {
 		{"Wed, 21 Oct 2015 07:28:30 GMT", 30 * time.Second, true},
 		{"Wednesday, 21-Oct-15 07:29:00 GMT", time.Minute, true}, // RFC 850
 		{"Wed Oct 21 07:28:05 2015", 5 * time.Second, true},      // asctime
-		{"Wed, 21 Oct 2015 07:00:00 GMT", 0, true},               // in the past
+		{"Wed, 21 Oct 2015 07:00:00 GMT", 0, false},              // in the past: ignored
+		{"Wed, 21 Oct 2015 07:28:00 GMT", 0, false},              // now: not after it, ignored
 		{"99999999999999999999", time.Duration(math.MaxInt64), true},
 		{"9223372036", 9223372036 * time.Second, true},
 		{"9223372037", time.Duration(math.MaxInt64), true},
@@ -209,7 +210,9 @@ func TestRetryAfter(t *testing.T) {
 		{"seconds replace the backoff", func() string { return "3" }, 0, 2, 3 * time.Second},
 		{"zero seconds retries at once", func() string { return "0" }, 0, 2, 0},
 		{"HTTP-date", func() string { return date(5 * time.Second) }, 0, 2, 5 * time.Second},
-		{"HTTP-date in the past", func() string { return date(-time.Hour) }, 0, 2, 0},
+		// A past date is ignored as a malformed one is: the schedule's 1s
+		// applies (the retry used to go out at once).
+		{"HTTP-date in the past: the schedule applies", func() string { return date(-time.Hour) }, 0, 2, time.Second},
 		{"malformed is ignored", func() string { return "soon" }, 0, 2, time.Second},
 		{"larger than MaxBackoff: returned at once", func() string { return "9" }, 0, 1, 0},
 		{"wait past the deadline: returned at once", func() string { return "4" }, 3 * time.Second, 1, 0},

@@ -111,12 +111,15 @@ func IsBreakerFailure(resp *http.Response, err error) bool {
 //
 // One logical call is one outcome: the layer sits outside retry. A failure
 // is what BreakerOptions.IsFailure says, by default a transport error or a
-// status >= 500. A call that ends with an error after the caller's own
-// context ended (cancelled, or past the caller's deadline) counts as neither
-// success nor failure in every state, and a half-open probe abandoned that
-// way frees its slot. A call cut off by the deadline of the Timeout layer is
-// not the caller's doing: it is a failure, so that a backend that hangs
-// opens the breaker. Outcomes of calls admitted before a state change (a
+// status >= 500. Local back-pressure is not a backend failure: a call that
+// ends with ErrBulkheadFull, ErrRateLimited or ErrCircuitOpen, or with an
+// error after the caller's own context ended (cancelled, or past the
+// caller's deadline), counts as neither success nor failure in every state
+// (gobreaker's "excluded"), whatever IsFailure says, and a half-open probe
+// that ends that way frees its slot. A call cut off by the deadline of the
+// Timeout layer is not the caller's doing: it is a failure, so that a
+// backend that hangs opens the breaker. The package doc's table lists
+// every case. Outcomes of calls admitted before a state change (a
 // generation, as in gobreaker) are not counted in the new state.
 //
 // In scope client the breaker has one state; in scope host it has one per

@@ -21,7 +21,7 @@ import (
 func TestBreakerTimeoutLayerDeadlineIsAFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newBk(bkSettings(func(s *middleware.BreakerSettings) { s.FailureThreshold = 2 }), middleware.BreakerOptions{})
-		h.rt = middleware.Chain(middleware.Timeout(time.Second, nil), h.b.Middleware())(h.f)
+		h.rt = middleware.Chain(middleware.Timeout(time.Second, middleware.TimeoutOptions{}), h.b.Middleware())(h.f)
 		gate := h.f.block()
 		defer close(gate)
 		for range 2 {

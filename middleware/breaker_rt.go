@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -144,13 +145,18 @@ func (b *Breaker) settle(req *http.Request, c *circuit, tk ticket, out outcome, 
 	}
 }
 
-// classify turns a call's result into an outcome. An error after the
-// caller's own context ended is ignored; the end of a deadline set by the
-// Timeout layer is not the caller's doing and goes to isFailure like any
-// other error.
+// classify turns a call's result into an outcome, by the table in the
+// package doc. Local rejections (ErrBulkheadFull, ErrRateLimited,
+// ErrCircuitOpen) and an error after the caller's own context ended are
+// ignored, before BreakerOptions.IsFailure is asked; the end of a deadline
+// set by the Timeout layer is not the caller's doing and goes to
+// isFailure like any other error.
 func (b *Breaker) classify(req *http.Request, resp *http.Response, err error) outcome {
 	if err != nil {
-		if ctx := req.Context(); ctx.Err() != nil && !ownDeadlineFired(ctx) {
+		if isLocalRejection(err) {
+			return outcomeIgnored
+		}
+		if ctx := req.Context(); ctx.Err() != nil && !ownTimeoutFired(ctx) {
 			return outcomeIgnored
 		}
 	}
@@ -158,6 +164,13 @@ func (b *Breaker) classify(req *http.Request, resp *http.Response, err error) ou
 		return outcomeFailure
 	}
 	return outcomeSuccess
+}
+
+// isLocalRejection reports whether err is a refusal made in this process
+// (a full bulkhead, a rate-limit wait that cannot end in time, an open
+// breaker) rather than an outcome of the backend.
+func isLocalRejection(err error) bool {
+	return errors.Is(err, ErrBulkheadFull) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrCircuitOpen)
 }
 
 // rejected emits EventCircuitRejected for req.

@@ -3,7 +3,6 @@ package middleware
 import (
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -36,15 +35,11 @@ const budgetEpsilon = 1e-9
 //
 // The window is cut into ten slices of TTL/10, so a deposit counts for
 // between 0.9·TTL and TTL. Time is read with time.Now (monotonic), so a
-// testing/synctest bubble moves it. A Budget is safe for concurrent use.
-// Deposit, once per call, is lock-free while its slice is current (one
-// atomic compare-and-swap); the other methods, and Deposit when a slice
-// starts, take a mutex for a few nanoseconds.
+// testing/synctest bubble moves it. A Budget is safe for concurrent use:
+// every method takes its mutex for a few nanoseconds, as Finagle's budget
+// is synchronized.
 type Budget struct {
-	mu sync.Mutex
-	// shape is nil without a budget (zero TTL). Deposit reads it without mu;
-	// it is replaced, never changed, under mu, after epoch is set.
-	shape atomic.Pointer[budgetShape]
+	mu    sync.Mutex
 	epoch time.Time // slot times are offsets from it (monotonic clock); set once
 	// Guarded by mu:
 	ratio     float64
@@ -54,85 +49,40 @@ type Budget struct {
 	slots     [budgetSlots]budgetSlot
 }
 
-// budgetShape is what the lock-free Deposit needs to find its slot.
-type budgetShape struct {
-	width int64 // as Budget.width
-}
-
-// budgetSlot counts the deposits and withdrawals of one slice of the window.
+// budgetSlot counts the deposits and withdrawals of one slice of the
+// window. It is guarded by the Budget's mu.
 type budgetSlot struct {
-	// dep packs the slice's number plus one (the high 32 bits, truncated;
-	// 0 for no slice) and its deposit count (the low 32 bits), so that
-	// Deposit checks the slice and counts in one compare-and-swap. Its slice
-	// part is written only under mu; the count is added to without it.
-	dep atomic.Uint64
-	// Guarded by mu:
 	start       int64 // offset of the slice's start from epoch, in ns; -1 for none
+	deposits    int64
 	withdrawals int64
-	overflow    int64 // deposits beyond dep's 32-bit count
 }
 
-// depFull is the largest deposit count dep holds; more go to overflow.
-const depFull = 1<<32 - 1
-
-// depTag returns the slice part of dep for the slice starting at start
-// (a multiple of width); 0 when it cannot be told from "no slice", which
-// sends Deposit to its locked path.
-func depTag(start, width int64) uint64 { return uint64(uint32(start/width + 1)) }
-
-// deposits returns the slot's deposit count. The caller holds mu.
-func (sl *budgetSlot) deposits() int64 { return int64(sl.dep.Load()&depFull) + sl.overflow }
-
-// reset makes the slot hold the slice starting at start, empty. The caller
-// holds mu.
-func (sl *budgetSlot) reset(start, width int64) {
-	sl.start, sl.withdrawals, sl.overflow = start, 0, 0
-	tag := uint64(0)
-	if start >= 0 {
-		tag = depTag(start, width)
-	}
-	sl.dep.Store(tag << 32)
-}
-
-// add counts n deposits into the slot. The caller holds mu; a lock-free
-// Deposit may add at the same time.
-func (sl *budgetSlot) add(n int64) {
-	for n > 0 {
-		v := sl.dep.Load()
-		room := int64(depFull - v&depFull)
-		if room == 0 {
-			sl.overflow += n
-			return
-		}
-		k := min(n, room)
-		if sl.dep.CompareAndSwap(v, v+uint64(k)) {
-			n -= k
-		}
-	}
-}
+// BudgetOptions are the code-only options of NewBudget. There are none
+// yet: the zero value is the only one, and NewBudget takes it so that every
+// stateful component is made the same way, NewX(settings, XOptions).
+type BudgetOptions struct{}
 
 // NewBudget returns a budget with the settings s (see Budget for what zero
 // values mean; negative values count as zero).
-func NewBudget(s BudgetSettings) *Budget {
+func NewBudget(s BudgetSettings, _ BudgetOptions) *Budget {
 	b := &Budget{epoch: time.Now()}
 	b.set(s)
-	for i := range b.slots {
-		b.slots[i].reset(-1, b.width)
-	}
+	b.clear()
 	return b
 }
 
-// set applies s and publishes the new shape. The caller holds b.mu or owns
-// b, and has set b.epoch.
+// set applies s. The caller holds b.mu or owns b.
 func (b *Budget) set(s BudgetSettings) {
 	b.ratio = max(s.Ratio, 0)
 	b.minPerSec = max(s.MinPerSecond, 0)
 	b.ttl = max(s.TTL, 0)
 	b.width = max(int64(b.ttl)/budgetSlots, 1)
-	if b.ttl == 0 {
-		b.shape.Store(nil)
-	} else if sh := b.shape.Load(); sh == nil || sh.width != b.width {
-		b.shape.Store(&budgetShape{width: b.width})
+}
+
+// clear empties every slot. The caller holds b.mu or owns b.
+func (b *Budget) clear() {
+	for i := range b.slots {
+		b.slots[i] = budgetSlot{start: -1}
 	}
 }
 
@@ -149,27 +99,15 @@ func (b *Budget) Update(s BudgetSettings) {
 	if b.epoch.IsZero() {
 		b.epoch = time.Now()
 	}
-	now := b.now()
-	oldWidth, oldTTL := b.width, b.ttl
-	if max(int64(max(s.TTL, 0))/budgetSlots, 1) == oldWidth {
+	if max(int64(max(s.TTL, 0))/budgetSlots, 1) == b.width {
 		b.set(s)
 		return
 	}
-	// Re-slice: take each slot's counts at once (a lock-free Deposit racing
-	// with this either lands before the swap, and is carried over, or sees
-	// no slice and waits for mu), then move each slot that is still live
-	// into the new slot that holds its start time, dropping what the new
-	// window no longer covers.
-	type old struct{ start, deposits, withdrawals int64 }
-	var olds [budgetSlots]old
-	for i := range b.slots {
-		sl := &b.slots[i]
-		olds[i] = old{sl.start, int64(sl.dep.Swap(0)&depFull) + sl.overflow, sl.withdrawals}
-	}
+	// Re-slice: move each slot that is still live into the new slot that
+	// holds its start time, dropping what the new window no longer covers.
+	now, oldTTL, olds := b.now(), b.ttl, b.slots
 	b.set(s)
-	for i := range b.slots {
-		b.slots[i].reset(-1, b.width)
-	}
+	b.clear()
 	if b.ttl == 0 || oldTTL == 0 {
 		return
 	}
@@ -185,44 +123,24 @@ func (b *Budget) Update(s BudgetSettings) {
 		switch {
 		case sl.start == start:
 		case sl.start < start:
-			sl.reset(start, b.width)
+			*sl = budgetSlot{start: start}
 		default:
 			continue
 		}
-		sl.add(o.deposits)
+		sl.deposits += o.deposits
 		sl.withdrawals += o.withdrawals
 	}
 }
 
 // Deposit records a first attempt. It does nothing on a nil budget or with a
-// zero TTL. While the present slice's slot is current it reads the clock once
-// and takes no lock: one compare-and-swap checks the slice and counts.
+// zero TTL.
 func (b *Budget) Deposit() {
 	if b == nil {
 		return
 	}
-	sh := b.shape.Load()
-	if sh == nil {
-		return
-	}
-	// One division: q numbers the slice, which is slot q%budgetSlots and
-	// tagged q+1 (depTag without dividing again).
-	q := b.now() / sh.width
-	sl := &b.slots[q%budgetSlots]
-	if tag := uint64(uint32(q + 1)); tag != 0 {
-		for {
-			v := sl.dep.Load()
-			if v>>32 != tag || v&depFull == depFull || b.shape.Load() != sh {
-				break // another slice (or a full count, or a new shape): take mu
-			}
-			if sl.dep.CompareAndSwap(v, v+1) {
-				return
-			}
-		}
-	}
 	b.mu.Lock()
 	if b.ttl > 0 {
-		b.current().add(1)
+		b.current().deposits++
 	}
 	b.mu.Unlock()
 }
@@ -263,13 +181,13 @@ func (b *Budget) Balance() float64 {
 // now returns the monotonic time since epoch in ns. The caller holds b.mu.
 func (b *Budget) now() int64 { return int64(time.Since(b.epoch)) }
 
-// current returns the slot of the present slice, resetting it if it still
+// current returns the slot of the present slice, emptying it if it still
 // holds an older slice. The caller holds b.mu and has checked b.ttl > 0.
 func (b *Budget) current() *budgetSlot {
-	start := b.now() / b.width * b.width
-	sl := &b.slots[(start/b.width)%budgetSlots]
-	if sl.start != start {
-		sl.reset(start, b.width)
+	q := b.now() / b.width
+	sl := &b.slots[q%budgetSlots]
+	if start := q * b.width; sl.start != start {
+		*sl = budgetSlot{start: start}
 	}
 	return sl
 }
@@ -282,7 +200,7 @@ func (b *Budget) balance() float64 {
 	for i := range b.slots {
 		sl := &b.slots[i]
 		if sl.start >= 0 && sl.start > now-int64(b.ttl) {
-			deposits += sl.deposits()
+			deposits += sl.deposits
 			withdrawals += sl.withdrawals
 		}
 	}

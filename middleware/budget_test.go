@@ -42,7 +42,7 @@ func TestBudgetAllowance(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b := middleware.NewBudget(tt.s)
+				b := middleware.NewBudget(tt.s, middleware.BudgetOptions{})
 				for range tt.deposits {
 					b.Deposit()
 				}
@@ -70,7 +70,7 @@ func TestBudgetNilAndZeroAreUnlimited(t *testing.T) {
 
 func TestBudgetRecoversAfterTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := middleware.NewBudget(middleware.BudgetSettings{Ratio: 0.1, MinPerSecond: 0.5, TTL: 10 * time.Second})
+		b := middleware.NewBudget(middleware.BudgetSettings{Ratio: 0.1, MinPerSecond: 0.5, TTL: 10 * time.Second}, middleware.BudgetOptions{})
 		// Sustained failure: 100 calls a second for 3 s, each wanting a retry.
 		allowed := 0
 		for range 3 {
@@ -98,7 +98,7 @@ func TestBudgetRecoversAfterTTL(t *testing.T) {
 
 func TestBudgetWindowSlides(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := middleware.NewBudget(middleware.BudgetSettings{Ratio: 1, TTL: 10 * time.Second})
+		b := middleware.NewBudget(middleware.BudgetSettings{Ratio: 1, TTL: 10 * time.Second}, middleware.BudgetOptions{})
 		b.Deposit() // at 0s
 		time.Sleep(5 * time.Second)
 		b.Deposit() // at 5s
@@ -130,7 +130,7 @@ func TestBudgetUpdateKeepsBalance(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b := middleware.NewBudget(middleware.BudgetSettings{Ratio: 0.5, MinPerSecond: 1, TTL: 10 * time.Second})
+				b := middleware.NewBudget(middleware.BudgetSettings{Ratio: 0.5, MinPerSecond: 1, TTL: 10 * time.Second}, middleware.BudgetOptions{})
 				for range 10 {
 					b.Deposit()
 				}
@@ -147,7 +147,7 @@ func TestBudgetUpdateKeepsBalance(t *testing.T) {
 	}
 	t.Run("records expire on the new TTL", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			b := middleware.NewBudget(middleware.BudgetSettings{Ratio: 1, TTL: 10 * time.Second})
+			b := middleware.NewBudget(middleware.BudgetSettings{Ratio: 1, TTL: 10 * time.Second}, middleware.BudgetOptions{})
 			b.Deposit()
 			time.Sleep(4 * time.Second)
 			b.Update(middleware.BudgetSettings{Ratio: 1, TTL: 20 * time.Second})
@@ -164,7 +164,7 @@ func TestBudgetUpdateKeepsBalance(t *testing.T) {
 }
 
 func TestBudgetConcurrentUse(t *testing.T) {
-	b := middleware.NewBudget(middleware.BudgetSettings{Ratio: 0.5, TTL: time.Minute})
+	b := middleware.NewBudget(middleware.BudgetSettings{Ratio: 0.5, TTL: time.Minute}, middleware.BudgetOptions{})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	allowed := 0
@@ -195,7 +195,7 @@ func TestRetryBudgetExhaustionAndRecovery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// A reserve of 2 retries per 10s, no ratio: under sustained failure
 		// only two calls get a retry, then none until the TTL passes.
-		b := middleware.NewBudget(middleware.BudgetSettings{MinPerSecond: 0.2, TTL: 10 * time.Second})
+		b := middleware.NewBudget(middleware.BudgetSettings{MinPerSecond: 0.2, TTL: 10 * time.Second}, middleware.BudgetOptions{})
 		ev, rec := newEvents()
 		s := fixedSettings()
 		s.MaxRetries = 1
@@ -226,7 +226,7 @@ func TestRetryBudgetExhaustionAndRecovery(t *testing.T) {
 }
 
 func BenchmarkBudget(b *testing.B) {
-	bu := middleware.NewBudget(middleware.BudgetSettings{Ratio: 0.2, MinPerSecond: 10, TTL: 10 * time.Second})
+	bu := middleware.NewBudget(middleware.BudgetSettings{Ratio: 0.2, MinPerSecond: 10, TTL: 10 * time.Second}, middleware.BudgetOptions{})
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -239,7 +239,7 @@ func BenchmarkBudget(b *testing.B) {
 // deposit racing with an Update that re-slices the window is neither lost
 // nor counted twice.
 func TestBudgetDepositsSurviveConcurrentResize(t *testing.T) {
-	b := middleware.NewBudget(middleware.BudgetSettings{Ratio: 1, TTL: time.Minute})
+	b := middleware.NewBudget(middleware.BudgetSettings{Ratio: 1, TTL: time.Minute}, middleware.BudgetOptions{})
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {

@@ -65,12 +65,19 @@ type bulkheadWaiter struct {
 	prev, next *bulkheadWaiter
 }
 
+// BulkheadOptions are the code-only options of NewBulkhead. The zero value
+// emits no events. NewBulkhead copies it.
+type BulkheadOptions struct {
+	// Events receives EventBulkheadRejected at slog.LevelWarn for every call
+	// turned away; nil means no events.
+	Events *Events
+}
+
 // NewBulkhead returns a Bulkhead with the settings s; the zero
-// BulkheadSettings make it unlimited. Rejections are emitted as
-// EventBulkheadRejected at slog.LevelWarn to ev; a nil ev emits nothing.
-// The Bulkhead is safe for concurrent use.
-func NewBulkhead(s BulkheadSettings, ev *Events) *Bulkhead {
-	b := &Bulkhead{ev: ev}
+// BulkheadSettings make it unlimited. The Bulkhead is safe for concurrent
+// use.
+func NewBulkhead(s BulkheadSettings, o BulkheadOptions) *Bulkhead {
+	b := &Bulkhead{ev: o.Events}
 	b.releaseFn = b.release
 	b.Update(s)
 	return b

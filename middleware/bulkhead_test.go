@@ -119,7 +119,7 @@ func TestBulkheadAdmitsMaxConcurrent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := &bulkheadFake{gate: make(chan struct{})}
 		var log limEventLog
-		b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 3}, log.ev())
+		b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 3}, middleware.BulkheadOptions{Events: log.ev()})
 		rt := b.Middleware()(fake)
 
 		var calls []<-chan limResult
@@ -169,7 +169,7 @@ func TestBulkheadAdmitsMaxConcurrent(t *testing.T) {
 func TestBulkheadWaiterGetsFreedSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := &bulkheadFake{gate: make(chan struct{})}
-		b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1, MaxWait: time.Second}, nil)
+		b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1, MaxWait: time.Second}, middleware.BulkheadOptions{})
 		rt := b.Middleware()(fake)
 
 		first := limCall(rt, limRequest(t, t.Context()))
@@ -204,7 +204,7 @@ func TestBulkheadRejectsAfterMaxWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := &bulkheadFake{gate: make(chan struct{})}
 		var log limEventLog
-		b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1, MaxWait: maxWait}, log.ev())
+		b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1, MaxWait: maxWait}, middleware.BulkheadOptions{Events: log.ev()})
 		rt := b.Middleware()(fake)
 		first := limCall(rt, limRequest(t, t.Context()))
 		synctest.Wait()
@@ -270,7 +270,7 @@ func TestBulkheadWaitEndsWithContext(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				fake := &bulkheadFake{gate: make(chan struct{})}
 				var log limEventLog
-				b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1, MaxWait: time.Hour}, log.ev())
+				b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1, MaxWait: time.Hour}, middleware.BulkheadOptions{Events: log.ev()})
 				rt := b.Middleware()(fake)
 				first := limCall(rt, limRequest(t, t.Context()))
 				synctest.Wait()
@@ -324,7 +324,7 @@ func TestBulkheadReleasesSlot(t *testing.T) {
 				// A call in flight keeps one slot so that a double release
 				// would show as InUse 0 rather than hide behind a floor.
 				holder := &bulkheadFake{gate: make(chan struct{})}
-				b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 2}, nil)
+				b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 2}, middleware.BulkheadOptions{})
 				held := limCall(b.Middleware()(holder), limRequest(t, t.Context()))
 				synctest.Wait()
 
@@ -360,7 +360,7 @@ func TestBulkheadReleasesSlot(t *testing.T) {
 func TestBulkheadAdmitsWaitersInArrivalOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := &bulkheadFake{gate: make(chan struct{})}
-		b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1, MaxWait: time.Hour}, nil)
+		b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1, MaxWait: time.Hour}, middleware.BulkheadOptions{})
 		rt := b.Middleware()(fake)
 		calls := []<-chan limResult{limCall(rt, limRequest(t, t.Context()))}
 		synctest.Wait()
@@ -387,7 +387,7 @@ func TestBulkheadAdmitsWaitersInArrivalOrder(t *testing.T) {
 func TestBulkheadUpdateGrowAdmitsWaiters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := &bulkheadFake{gate: make(chan struct{})}
-		b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1, MaxWait: time.Hour}, nil)
+		b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1, MaxWait: time.Hour}, middleware.BulkheadOptions{})
 		rt := b.Middleware()(fake)
 		var calls []<-chan limResult
 		for range 3 {
@@ -419,7 +419,7 @@ func TestBulkheadUpdateGrowAdmitsWaiters(t *testing.T) {
 func TestBulkheadUpdateShrinkKeepsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := &bulkheadFake{gate: make(chan struct{})}
-		b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 3}, nil)
+		b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 3}, middleware.BulkheadOptions{})
 		rt := b.Middleware()(fake)
 		var inFlight []<-chan limResult
 		for range 3 {
@@ -461,7 +461,7 @@ func TestBulkheadUpdateShrinkKeepsInFlight(t *testing.T) {
 func TestBulkheadUnlimited(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := &bulkheadFake{gate: make(chan struct{})}
-		b := middleware.NewBulkhead(middleware.BulkheadSettings{}, nil)
+		b := middleware.NewBulkhead(middleware.BulkheadSettings{}, middleware.BulkheadOptions{})
 		rt := b.Middleware()(fake)
 		var calls []<-chan limResult
 		for range 100 {
@@ -486,7 +486,7 @@ func TestBulkheadUnlimited(t *testing.T) {
 func TestBulkheadUpdateToUnlimitedAdmitsAllWaiters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := &bulkheadFake{gate: make(chan struct{})}
-		b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1, MaxWait: time.Hour}, nil)
+		b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1, MaxWait: time.Hour}, middleware.BulkheadOptions{})
 		rt := b.Middleware()(fake)
 		var calls []<-chan limResult
 		for range 5 {
@@ -516,7 +516,7 @@ func TestBulkheadUpdateToUnlimitedAdmitsAllWaiters(t *testing.T) {
 func TestBulkheadConcurrentChurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := &bulkheadFake{}
-		b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 4, MaxWait: time.Hour}, nil)
+		b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 4, MaxWait: time.Hour}, middleware.BulkheadOptions{})
 		rt := b.Middleware()(fake)
 		var wg sync.WaitGroup
 		for i := range 64 {
@@ -551,7 +551,7 @@ func TestBulkheadNoLostWakeupUnderRealContention(t *testing.T) {
 	// interleaving that would miss one is narrow, so this is a smoke test
 	// under -race (limit, balance, no hang), not a proof: the argument that
 	// none is missed is in Bulkhead.acquire's comment.
-	b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1, MaxWait: time.Hour}, nil)
+	b := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1, MaxWait: time.Hour}, middleware.BulkheadOptions{})
 	var inside, peak atomic.Int64
 	rt := b.Middleware()(middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		n := inside.Add(1)
@@ -648,10 +648,10 @@ func (limBenchRT) RoundTrip(req *http.Request) (*http.Response, error) {
 func BenchmarkBulkhead(b *testing.B) {
 	b.Run("baseline", func(b *testing.B) { benchRT(b, limBenchRT{}) })
 	b.Run("unlimited", func(b *testing.B) {
-		benchRT(b, middleware.NewBulkhead(middleware.BulkheadSettings{}, nil).Middleware()(limBenchRT{}))
+		benchRT(b, middleware.NewBulkhead(middleware.BulkheadSettings{}, middleware.BulkheadOptions{}).Middleware()(limBenchRT{}))
 	})
 	b.Run("with_room", func(b *testing.B) {
-		bh := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1 << 20}, nil)
+		bh := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1 << 20}, middleware.BulkheadOptions{})
 		benchRT(b, bh.Middleware()(limBenchRT{}))
 	})
 }

@@ -26,3 +26,7 @@ func Chain(mws ...Middleware) Middleware {
 		return next
 	}
 }
+
+// identity is the Middleware of a layer that has nothing to do: it returns
+// next itself, so it adds no cost. Constructors return it rather than nil.
+func identity(next http.RoundTripper) http.RoundTripper { return next }

@@ -41,3 +41,24 @@ func TestChainEmptyReturnsNext(t *testing.T) {
 		t.Fatal("Chain() changed its argument")
 	}
 }
+
+// TestNoConstructorReturnsNilMiddleware: a layer with nothing to do is the
+// identity (next itself), never a nil Middleware, so callers may apply any
+// constructor's result directly.
+func TestNoConstructorReturnsNilMiddleware(t *testing.T) {
+	next := middleware.RoundTripperFunc(func(*http.Request) (*http.Response, error) { return nil, nil })
+	for name, mw := range map[string]middleware.Middleware{
+		"Headers(nil)":       middleware.Headers(nil, middleware.HeadersOptions{}),
+		"Headers(empty)":     middleware.Headers(map[string]string{}, middleware.HeadersOptions{}),
+		"Logging(off)":       middleware.Logging(middleware.LoggingSettings{Level: middleware.LogOff}, middleware.LoggingOptions{}),
+		"Logging(no events)": middleware.Logging(middleware.LoggingSettings{}, middleware.LoggingOptions{}),
+	} {
+		if mw == nil {
+			t.Errorf("%s: got a nil Middleware, want the identity", name)
+			continue
+		}
+		if rt := mw(next); rt == nil {
+			t.Errorf("%s: got a nil RoundTripper", name)
+		}
+	}
+}

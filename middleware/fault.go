@@ -112,9 +112,6 @@ func Fault(s FaultSettings, o FaultOptions) Middleware {
 	}
 }
 
-// identity is the Middleware that adds nothing.
-func identity(next http.RoundTripper) http.RoundTripper { return next }
-
 // fault is the state one Fault layer shares among its RoundTrippers.
 type fault struct {
 	s  FaultSettings

@@ -2,15 +2,21 @@ package middleware
 
 import "net/http"
 
+// HeadersOptions are the code-only options of Headers. There are none yet:
+// the zero value is the only one, and Headers takes it so that every
+// stateless layer is made the same way, X(settings, XOptions).
+type HeadersOptions struct{}
+
 // Headers returns a middleware that sets each of h on a request that does not
 // already carry that header; a header the caller set wins. Names are put in
-// canonical form. An empty h returns a pass-through middleware that adds no
-// cost. The request is copied, never changed: the copy shares the caller's
-// body and context and gets its own header map. The returned middleware is
-// safe for concurrent use; h is copied and may be changed afterwards.
-func Headers(h map[string]string) Middleware {
+// canonical form. An empty (or nil) h returns a middleware that returns its
+// next RoundTripper itself, at no cost. The request is copied, never
+// changed: the copy shares the caller's body and context and gets its own
+// header map. The returned middleware is safe for concurrent use; h is
+// copied and may be changed afterwards.
+func Headers(h map[string]string, _ HeadersOptions) Middleware {
 	if len(h) == 0 {
-		return nil
+		return identity
 	}
 	keys := make([]string, 0, len(h))
 	vals := make([][]string, 0, len(h))
@@ -30,8 +36,9 @@ func Headers(h map[string]string) Middleware {
 			if !missing {
 				return next.RoundTrip(req)
 			}
-			r2 := new(http.Request)
-			*r2 = *req
+			// A shallow copy is enough: only its Header is replaced, by a
+			// clone that the copy owns.
+			r2 := req.WithContext(req.Context())
 			r2.Header = req.Header.Clone()
 			if r2.Header == nil {
 				r2.Header = make(http.Header, len(keys))

@@ -21,7 +21,7 @@ import (
 // (it copies the request and its header map) and when the caller already set
 // it (it passes the request on).
 func BenchmarkHeaders(b *testing.B) {
-	rt := middleware.Headers(map[string]string{"User-Agent": "bench/1"})(prebuilt())
+	rt := middleware.Headers(map[string]string{"User-Agent": "bench/1"}, middleware.HeadersOptions{})(prebuilt())
 	b.Run("add", func(b *testing.B) { benchRT(b, rt) })
 	b.Run("present", func(b *testing.B) {
 		req, _ := http.NewRequest(http.MethodGet, "http://svc.test/v1/items", nil)
@@ -36,18 +36,18 @@ func BenchmarkHeaders(b *testing.B) {
 func BenchmarkLogging(b *testing.B) {
 	b.Run("disabled", func(b *testing.B) {
 		ev := &middleware.Events{Client: "svc", Logger: slog.New(slog.DiscardHandler)}
-		benchRT(b, middleware.Logging(middleware.LogDebug, ev)(prebuilt()))
+		benchRT(b, middleware.Logging(middleware.LoggingSettings{Level: middleware.LogDebug}, middleware.LoggingOptions{Events: ev})(prebuilt()))
 	})
 	b.Run("enabled", func(b *testing.B) {
 		h := slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug})
 		ev := &middleware.Events{Client: "svc", Logger: slog.New(h)}
-		benchRT(b, middleware.Logging(middleware.LogDebug, ev)(prebuilt()))
+		benchRT(b, middleware.Logging(middleware.LoggingSettings{Level: middleware.LogDebug}, middleware.LoggingOptions{Events: ev})(prebuilt()))
 	})
 }
 
 // BenchmarkAttemptTimeout measures the per-attempt deadline layer alone.
 func BenchmarkAttemptTimeout(b *testing.B) {
-	benchRT(b, middleware.AttemptTimeout(10*time.Second, nil)(prebuilt()))
+	benchRT(b, middleware.AttemptTimeout(10*time.Second, middleware.TimeoutOptions{})(prebuilt()))
 }
 
 // BenchmarkChain measures whole pipelines built as the factory builds them,
@@ -65,24 +65,24 @@ func BenchmarkChain(b *testing.B) {
 		breaker := middleware.DefaultBreakerSettings()
 		breaker.Enabled = true
 		chain := middleware.Chain(
-			middleware.Timeout(0, ev),
+			middleware.Timeout(0, middleware.TimeoutOptions{Events: ev}),
 			middleware.NewBreaker(breaker, middleware.BreakerOptions{Events: ev}).Middleware(),
-			middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1 << 20}, ev).Middleware(),
-			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget), Events: ev, InnerKeepsRequest: true}),
-			middleware.AttemptTimeout(0, ev),
-			middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e9, Burst: 1 << 20}, ev).Middleware(),
-			middleware.Headers(nil),
-			middleware.Logging(middleware.LogDebug, ev),
+			middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1 << 20}, middleware.BulkheadOptions{Events: ev}).Middleware(),
+			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget, middleware.BudgetOptions{}), Events: ev}),
+			middleware.AttemptTimeout(0, middleware.TimeoutOptions{Events: ev}),
+			middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e9, Burst: 1 << 20}, middleware.RateLimitOptions{Events: ev}).Middleware(),
+			middleware.Headers(nil, middleware.HeadersOptions{}),
+			middleware.Logging(middleware.LoggingSettings{Level: middleware.LogDebug}, middleware.LoggingOptions{Events: ev}),
 		)
 		benchRT(b, chain(prebuilt()))
 	})
 	b.Run("defaults", func(b *testing.B) {
 		chain := middleware.Chain(
-			middleware.Timeout(30*time.Second, ev),
-			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget), Events: ev, InnerKeepsRequest: true}),
-			middleware.AttemptTimeout(0, ev),
-			middleware.Headers(nil),
-			middleware.Logging(middleware.LogDebug, ev),
+			middleware.Timeout(30*time.Second, middleware.TimeoutOptions{Events: ev}),
+			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget, middleware.BudgetOptions{}), Events: ev}),
+			middleware.AttemptTimeout(0, middleware.TimeoutOptions{Events: ev}),
+			middleware.Headers(nil, middleware.HeadersOptions{}),
+			middleware.Logging(middleware.LoggingSettings{Level: middleware.LogDebug}, middleware.LoggingOptions{Events: ev}),
 		)
 		benchRT(b, chain(prebuilt()))
 	})
@@ -101,14 +101,14 @@ func BenchmarkLayersAdded(b *testing.B) {
 		name string
 		mw   middleware.Middleware
 	}{
-		{"logging", middleware.Logging(middleware.LogDebug, ev)},
-		{"headers", middleware.Headers(nil)},
-		{"ratelimit", middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e9, Burst: 1 << 20}, ev).Middleware()},
-		{"attempt-timeout", middleware.AttemptTimeout(0, ev)},
-		{"retry", middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget), Events: ev, InnerKeepsRequest: true})},
-		{"bulkhead", middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1 << 20}, ev).Middleware()},
+		{"logging", middleware.Logging(middleware.LoggingSettings{Level: middleware.LogDebug}, middleware.LoggingOptions{Events: ev})},
+		{"headers", middleware.Headers(nil, middleware.HeadersOptions{})},
+		{"ratelimit", middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e9, Burst: 1 << 20}, middleware.RateLimitOptions{Events: ev}).Middleware()},
+		{"attempt-timeout", middleware.AttemptTimeout(0, middleware.TimeoutOptions{Events: ev})},
+		{"retry", middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget, middleware.BudgetOptions{}), Events: ev})},
+		{"bulkhead", middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1 << 20}, middleware.BulkheadOptions{Events: ev}).Middleware()},
 		{"breaker", middleware.NewBreaker(breaker, middleware.BreakerOptions{Events: ev}).Middleware()},
-		{"timeout-off", middleware.Timeout(0, ev)},
+		{"timeout-off", middleware.Timeout(0, middleware.TimeoutOptions{Events: ev})},
 		{"redact-errors", middleware.RedactErrors()},
 	}
 	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/v1/items", nil)

@@ -6,9 +6,17 @@ import (
 	"time"
 )
 
+// LoggingOptions are the code-only options of Logging. The zero value logs
+// nothing (no Events, no logger). Logging copies it.
+type LoggingOptions struct {
+	// Events holds the logger (Events.Logger) and the client name
+	// (Events.Client) of the records; nil, or a nil Logger, logs nothing.
+	Events *Events
+}
+
 // Logging returns the middleware that logs one record per attempt to
-// ev.Logger, at slog.LevelDebug for LogDebug (and ""), slog.LevelInfo for
-// LogInfo. The record's message is "http attempt" and its attributes are
+// o.Events.Logger, at slog.LevelDebug for LogDebug (and ""), slog.LevelInfo
+// for LogInfo (s.Level). The record's message is "http attempt" and its attributes are
 // client, method, url (redacted by RedactURL), attempt (AttemptFrom: 1 for
 // the first), status or error (redacted by RedactError), and duration (from
 // the attempt's start to its response headers or error). It never logs
@@ -16,16 +24,18 @@ import (
 //
 // It sits innermost, just above the base transport, so it sees each attempt
 // as sent, credential and all, and logs none of it. A level of LogOff, a
-// nil ev or a nil ev.Logger returns nil: no layer, no cost. When the logger
+// nil Events or a nil Events.Logger returns a middleware that returns its
+// next RoundTripper itself: no layer, no cost. When the logger
 // is not enabled at the level (checked per request) the layer passes the
 // request on without reading the clock or allocating. It never changes the
 // request or the response and is safe for concurrent use.
-func Logging(level LogLevel, ev *Events) Middleware {
-	if level == LogOff || ev == nil || ev.Logger == nil {
-		return nil
+func Logging(s LoggingSettings, o LoggingOptions) Middleware {
+	ev := o.Events
+	if s.Level == LogOff || ev == nil || ev.Logger == nil {
+		return identity
 	}
 	lvl := slog.LevelDebug
-	if level == LogInfo {
+	if s.Level == LogInfo {
 		lvl = slog.LevelInfo
 	}
 	logger, client := ev.Logger, ev.Client

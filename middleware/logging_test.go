@@ -26,8 +26,8 @@ func TestLoggingOneRecordPerAttempt(t *testing.T) {
 	)
 	c := &http.Client{Transport: middleware.Chain(
 		middleware.Retry(s, middleware.RetryOptions{}),
-		middleware.Headers(map[string]string{"X-Api-Key": "hdr-secret"}),
-		middleware.Logging(middleware.LogInfo, ev),
+		middleware.Headers(map[string]string{"X-Api-Key": "hdr-secret"}, middleware.HeadersOptions{}),
+		middleware.Logging(middleware.LoggingSettings{Level: middleware.LogInfo}, middleware.LoggingOptions{Events: ev}),
 	)(rt)}
 	req := newReq(t, context.Background(), http.MethodGet, "")
 	req.URL.User = nil
@@ -67,17 +67,26 @@ func TestLoggingOneRecordPerAttempt(t *testing.T) {
 }
 
 func TestLoggingLevels(t *testing.T) {
-	if middleware.Logging(middleware.LogOff, &middleware.Events{Logger: slog.Default()}) != nil {
-		t.Error("level off: got a layer, want nil")
-	}
-	if middleware.Logging(middleware.LogDebug, &middleware.Events{}) != nil {
-		t.Error("no logger: got a layer, want nil")
-	}
-	if middleware.Logging(middleware.LogDebug, nil) != nil {
-		t.Error("nil events: got a layer, want nil")
+	// Nothing to log: the identity, never a nil Middleware.
+	next := fakert.New()
+	for name, o := range map[string]struct {
+		s middleware.LoggingSettings
+		o middleware.LoggingOptions
+	}{
+		"level off":  {middleware.LoggingSettings{Level: middleware.LogOff}, middleware.LoggingOptions{Events: &middleware.Events{Logger: slog.Default()}}},
+		"no logger":  {middleware.LoggingSettings{Level: middleware.LogDebug}, middleware.LoggingOptions{Events: &middleware.Events{}}},
+		"nil events": {middleware.LoggingSettings{Level: middleware.LogDebug}, middleware.LoggingOptions{}},
+	} {
+		mw := middleware.Logging(o.s, o.o)
+		if mw == nil {
+			t.Fatalf("%s: got a nil Middleware, want the identity", name)
+		}
+		if got := mw(next); got != http.RoundTripper(next) {
+			t.Errorf("%s: got a layer %T, want next itself", name, got)
+		}
 	}
 	logger, logs := logcapture.New()
-	rt := middleware.Logging("", &middleware.Events{Logger: logger})(fakert.New())
+	rt := middleware.Logging(middleware.LoggingSettings{Level: ""}, middleware.LoggingOptions{Events: &middleware.Events{Logger: logger}})(fakert.New())
 	resp, err := rt.RoundTrip(newReq(t, context.Background(), http.MethodGet, ""))
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +99,7 @@ func TestLoggingLevels(t *testing.T) {
 
 func TestLoggingDisabledLevelAddsNoAllocation(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(discardWriter{}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	logged := middleware.Logging(middleware.LogDebug, &middleware.Events{Logger: logger})(prebuilt())
+	logged := middleware.Logging(middleware.LoggingSettings{Level: middleware.LogDebug}, middleware.LoggingOptions{Events: &middleware.Events{Logger: logger}})(prebuilt())
 	bare := prebuilt()
 	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/?token=x", nil)
 	n := testing.AllocsPerRun(100, func() { logged.RoundTrip(req) })

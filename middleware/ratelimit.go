@@ -1,25 +1,42 @@
 package middleware
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
-// RateLimit paces the attempts of a client with a token bucket: the bucket
-// holds up to Burst tokens, refills at RequestsPerSecond, and every attempt
-// takes one, waiting for it when the bucket is empty. It sits inside Retry,
-// so retries are paced too. Taking a token is one clock read and one
-// compare-and-swap, never a lock (see bucket), so the layer costs little
-// even when many goroutines share it. A rate above 1e9 per second is taken
-// as 1e9, one below one token per 13 days as one per 13 days.
+// ErrRateLimited is matched, with errors.Is, by the error of an attempt
+// that a RateLimit refused because its wait for a token could not end
+// before the deadline it runs under (the attempt's, the call's or the
+// caller's). It is found through the *url.Error that http.Client wraps
+// around it. Retry does not retry it, and a Breaker counts it as neither a
+// success nor a failure: it is local back-pressure, not a backend failure.
+var ErrRateLimited = errors.New("rate limit exceeded")
+
+// RateLimitOptions are the code-only options of NewRateLimit. The zero
+// value emits no events. NewRateLimit copies it.
+type RateLimitOptions struct {
+	// Events receives EventRateLimitWaited at slog.LevelDebug after every
+	// attempt that waited for a token; nil means no events.
+	Events *Events
+}
+
+// RateLimit paces the attempts of a client with a token bucket, a
+// golang.org/x/time/rate.Limiter: the bucket holds up to Burst tokens,
+// refills at RequestsPerSecond, and every attempt takes one, waiting for it
+// when the bucket is empty. It sits inside Retry, so retries are paced too.
+// Waits are the limiter's reservations: an attempt whose wait ends early
+// (its context ended) cancels its reservation, which gives back only the
+// tokens that no later reservation has consumed, so a cancelled waiter
+// never lets a later one through sooner than the rate allows.
 //
 // A RequestsPerSecond of zero (or less) means unlimited: the layer passes
 // requests through at the cost of one atomic load. A Burst below 1 with a
@@ -29,82 +46,69 @@ import (
 // tokens in the bucket are kept. A RateLimit is created with NewRateLimit
 // (the zero value is not usable) and is safe for concurrent use.
 type RateLimit struct {
-	ev    *Events
-	epoch time.Time // bucket times are ns since epoch (monotonic clock)
-	// b is the bucket; nil while unlimited. Update replaces it, handing
-	// its tokens on to the new one.
-	b  atomic.Pointer[bucket]
-	mu sync.Mutex // serializes Update
+	ev *Events
+	// lim is the bucket; nil while unlimited. Update retunes it in place
+	// and replaces it only when a finite rate follows an unlimited spell.
+	lim atomic.Pointer[rate.Limiter]
+	mu  sync.Mutex // serializes Update
 }
 
 // NewRateLimit returns a RateLimit with the settings s, its bucket full; the
-// zero RateLimitSettings make it unlimited. Waits are emitted as
-// EventRateLimitWaited at slog.LevelDebug to ev; a nil ev emits nothing.
-// The RateLimit is safe for concurrent use.
-func NewRateLimit(s RateLimitSettings, ev *Events) *RateLimit {
-	l := &RateLimit{ev: ev, epoch: time.Now()}
+// zero RateLimitSettings make it unlimited. The RateLimit is safe for
+// concurrent use.
+func NewRateLimit(s RateLimitSettings, o RateLimitOptions) *RateLimit {
+	l := &RateLimit{ev: o.Events}
 	l.Update(s)
 	return l
 }
 
-// now returns the time on the buckets' clock.
-func (l *RateLimit) now() int64 { return int64(time.Since(l.epoch)) }
-
-// Update retunes the limiter in place: the tokens in the bucket are kept
-// (capped at the new Burst) and refill at the new rate from now on.
-// Attempts already waiting keep the wait they were given. Setting
-// RequestsPerSecond to zero makes the layer unlimited at once; a finite rate
-// set after that starts with a full bucket, as the unlimited layer had, in
-// effect, any number of tokens. It is safe for concurrent use.
+// Update retunes the limiter in place with SetLimitAt and SetBurstAt: the
+// tokens in the bucket are kept (capped at the new Burst) and refill at
+// the new rate from now on. Attempts already waiting keep the wait they
+// were given. Setting RequestsPerSecond to zero makes the layer unlimited
+// at once; a finite rate set after that starts with a full bucket, as the
+// unlimited layer had, in effect, any number of tokens. It is safe for
+// concurrent use.
 func (l *RateLimit) Update(s RateLimitSettings) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	old := l.b.Load()
 	if s.RequestsPerSecond <= 0 {
-		l.b.Store(nil)
-		if old != nil {
-			old.retire()
-		}
+		l.lim.Store(nil)
 		return
 	}
-	now := l.now()
-	nb := newBucket(s.RequestsPerSecond, s.Burst, now)
-	if old != nil {
-		// Attempts that find old retired wait for nb, published below.
-		tokens := min(old.tokens(old.retire(), now), float64(nb.burst))
-		ahead := min((float64(nb.burst)-tokens)*float64(nb.interval), float64(bucketHorizon-now))
-		nb.full.Store(now + int64(math.Round(ahead)))
+	r, burst := rate.Limit(s.RequestsPerSecond), max(s.Burst, 1)
+	lim := l.lim.Load()
+	if lim == nil {
+		l.lim.Store(rate.NewLimiter(r, burst))
+		return
 	}
-	l.b.Store(nb)
+	now := time.Now()
+	lim.SetBurstAt(now, burst)
+	lim.SetLimitAt(now, r)
 }
 
-// Tokens returns how many tokens the bucket holds now, +Inf when the layer
-// is unlimited. It is negative while attempts wait for tokens they have
-// reserved. It is safe for concurrent use.
+// Tokens returns how many tokens the bucket holds now (Limiter.TokensAt),
+// +Inf when the layer is unlimited. It is negative while attempts wait for
+// tokens they have reserved. It is safe for concurrent use.
 func (l *RateLimit) Tokens() float64 {
-	for {
-		b := l.b.Load()
-		if b == nil {
-			return math.Inf(1)
-		}
-		if f := b.full.Load(); f != bucketRetired {
-			return b.tokens(f, l.now())
-		}
-		runtime.Gosched() // an Update is publishing the next bucket
+	lim := l.lim.Load()
+	if lim == nil {
+		return math.Inf(1)
 	}
+	return lim.TokensAt(time.Now())
 }
 
 // Middleware returns the rate limit layer: every attempt takes a token, so it
 // sits inside Retry. Every RoundTripper it returns shares l's bucket and is
 // safe for concurrent use.
 //
-// A wait ends early when the request context ends, with an error matching
-// the context's error (errors.Is(err, context.Canceled) or
-// context.DeadlineExceeded), and gives its token back. A wait that would end
-// after the context's deadline is not started: RoundTrip returns at once an
-// error matching context.DeadlineExceeded. After a wait the layer emits
-// EventRateLimitWaited with the wait as Delay; an attempt that did not wait
-// emits nothing.
+// A wait that cannot end before the request context's deadline is not
+// started: RoundTrip cancels the reservation and returns at once an error
+// matching ErrRateLimited. A wait ends early when the request context ends,
+// with an error matching the context's error (errors.Is(err,
+// context.Canceled)), and cancels its reservation. After a wait the layer
+// emits EventRateLimitWaited with the wait as Delay; an attempt that did
+// not wait emits nothing.
 //
 // It keeps the RoundTripper contract: it passes the caller's request on
 // unchanged and closes the request body when it returns an error without
@@ -122,8 +126,8 @@ type rateLimitRT struct {
 }
 
 func (t *rateLimitRT) RoundTrip(req *http.Request) (*http.Response, error) {
-	if t.l.b.Load() != nil {
-		if err := t.l.wait(req); err != nil {
+	if lim := t.l.lim.Load(); lim != nil {
+		if err := t.l.wait(lim, req); err != nil {
 			if req.Body != nil {
 				req.Body.Close()
 			}
@@ -133,57 +137,34 @@ func (t *rateLimitRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(req)
 }
 
-// wait takes a token for req, waiting for it if need be.
-func (l *RateLimit) wait(req *http.Request) error {
-	ctx := req.Context()
-	// Until a wait is needed, no wait is allowed and the deadline is not
-	// read: the fast path costs one clock read and one compare-and-swap.
-	deadlineRead, hasDeadline := false, false
-	var deadline int64 // the context's deadline on the buckets' clock
-	for {
-		b := l.b.Load()
-		if b == nil {
-			return nil // made unlimited meanwhile
-		}
-		now := l.now()
-		limit := int64(0)
-		switch {
-		case !deadlineRead:
-		case hasDeadline:
-			limit = deadline - now
-		default:
-			limit = math.MaxInt64
-		}
-		w, taken, retired := b.reserve(now, limit)
-		switch {
-		case retired:
-			runtime.Gosched() // an Update is publishing the next bucket
-		case taken && w <= 0:
-			return nil
-		case taken:
-			return l.sleep(ctx, req, time.Duration(w))
-		case w == math.MaxInt64:
-			return errors.New("switchboard: rate limit: too many attempts already wait for tokens (the wait would end in over a century)")
-		case deadlineRead:
-			return fmt.Errorf("switchboard: rate limit wait of %v would pass the context deadline: %w", time.Duration(w), context.DeadlineExceeded)
-		default:
-			deadlineRead = true
-			if dl, ok := ctx.Deadline(); ok {
-				hasDeadline, deadline = true, int64(dl.Sub(l.epoch))
-			}
-		}
+// wait takes a token of lim for req, waiting for it if need be.
+func (l *RateLimit) wait(lim *rate.Limiter, req *http.Request) error {
+	now := time.Now()
+	// AllowN takes a free token without allocating; ReserveN (one
+	// allocation, the *Reservation) only when the attempt must wait.
+	if lim.AllowN(now, 1) {
+		return nil
 	}
-}
-
-// sleep waits d for the token req reserved, or gives it back when ctx ends
-// first.
-func (l *RateLimit) sleep(ctx context.Context, req *http.Request, d time.Duration) error {
+	ctx := req.Context()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("switchboard: waiting for the rate limiter: %w", err)
+	}
+	r := lim.ReserveN(now, 1)
+	d := r.DelayFrom(now)
+	dl, hasDeadline := ctx.Deadline()
+	if !r.OK() || d == rate.InfDuration || hasDeadline && !now.Add(d).Before(dl) {
+		r.CancelAt(now) // gives back the token: no later reservation exists yet
+		return refused(lim, d, dl.Sub(now), hasDeadline)
+	}
+	if d <= 0 {
+		return nil // a token came between AllowN and ReserveN
+	}
 	timer := time.NewTimer(d)
 	select {
 	case <-timer.C:
 	case <-ctx.Done():
 		timer.Stop()
-		l.giveBack()
+		r.CancelAt(time.Now())
 		return fmt.Errorf("switchboard: waiting for the rate limiter: %w", ctx.Err())
 	}
 	if l.ev.on(ctx, slog.LevelDebug) {
@@ -198,14 +179,13 @@ func (l *RateLimit) sleep(ctx context.Context, req *http.Request, d time.Duratio
 	return nil
 }
 
-// giveBack returns the token of a wait that ended early to the current
-// bucket (its successor, if an Update replaced the one it came from).
-func (l *RateLimit) giveBack() {
-	for {
-		b := l.b.Load()
-		if b == nil || b.giveBack() {
-			return
-		}
-		runtime.Gosched() // an Update is publishing the next bucket
+// refused builds the ErrRateLimited error of a wait of d that was not
+// started because it would have ended at or after the deadline, left away.
+func refused(lim *rate.Limiter, d, left time.Duration, hasDeadline bool) error {
+	why := "no token can come within any wait"
+	if d != rate.InfDuration && hasDeadline {
+		why = fmt.Sprintf("the next token is %v away, the deadline %v", d, max(left, 0))
 	}
+	return fmt.Errorf("switchboard: %w: %s (requests_per_second %g, burst %d)",
+		ErrRateLimited, why, float64(lim.Limit()), lim.Burst())
 }

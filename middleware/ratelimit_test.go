@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -66,7 +67,7 @@ func TestRateLimitPacing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				fake := &rateLimitFake{}
-				rt := middleware.NewRateLimit(tt.settings, nil).Middleware()(fake)
+				rt := middleware.NewRateLimit(tt.settings, middleware.RateLimitOptions{}).Middleware()(fake)
 				start := time.Now()
 				for range tt.requests {
 					if err := rateLimitDo(t, rt, t.Context()); err != nil {
@@ -84,7 +85,7 @@ func TestRateLimitPacing(t *testing.T) {
 func TestRateLimitPacingConcurrent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := &rateLimitFake{}
-		rt := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 10, Burst: 2}, nil).Middleware()(fake)
+		rt := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 10, Burst: 2}, middleware.RateLimitOptions{}).Middleware()(fake)
 		start := time.Now()
 		var wg sync.WaitGroup
 		for range 12 {
@@ -135,7 +136,7 @@ func TestRateLimitWaitEndsWithContext(t *testing.T) {
 			ctx: func(parent context.Context) (context.Context, context.CancelFunc) {
 				return context.WithTimeout(parent, 500*time.Millisecond)
 			},
-			want:     context.DeadlineExceeded,
+			want:     middleware.ErrRateLimited,
 			took:     0, // not waited for: the wait would pass the deadline
 			tokensAt: 0,
 		},
@@ -156,7 +157,7 @@ func TestRateLimitWaitEndsWithContext(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				fake := &rateLimitFake{}
 				var log limEventLog
-				l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1, Burst: 1}, log.ev())
+				l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1, Burst: 1}, middleware.RateLimitOptions{Events: log.ev()})
 				rt := l.Middleware()(fake)
 				if err := rateLimitDo(t, rt, t.Context()); err != nil { // empties the bucket
 					t.Fatal(err)
@@ -193,7 +194,7 @@ func TestRateLimitWaitEndsWithContext(t *testing.T) {
 
 func TestRateLimitErrorsThroughClient(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1, Burst: 1}, nil)
+		l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1, Burst: 1}, middleware.RateLimitOptions{})
 		client := &http.Client{Transport: l.Middleware()(&rateLimitFake{})}
 		resp, err := client.Get("http://api.test/")
 		if err != nil {
@@ -215,7 +216,7 @@ func TestRateLimitErrorsThroughClient(t *testing.T) {
 func TestRateLimitUpdateKeepsTokens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := &rateLimitFake{}
-		l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1, Burst: 10}, nil)
+		l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1, Burst: 10}, middleware.RateLimitOptions{})
 		rt := l.Middleware()(fake)
 		if got := l.Tokens(); !tokensNear(got, 10) {
 			t.Fatalf("new limiter: got %v tokens, want a full bucket of 10", got)
@@ -283,7 +284,7 @@ func TestRateLimitUpdateKeepsTokens(t *testing.T) {
 
 func TestRateLimitUpdateFromUnlimited(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := middleware.NewRateLimit(middleware.RateLimitSettings{}, nil)
+		l := middleware.NewRateLimit(middleware.RateLimitSettings{}, middleware.RateLimitOptions{})
 		if got := l.Tokens(); !math.IsInf(got, 1) {
 			t.Fatalf("got %v tokens, want +Inf", got)
 		}
@@ -301,7 +302,7 @@ func TestRateLimitUpdateWhileTaking(t *testing.T) {
 	// tokens short.
 	synctest.Test(t, func(t *testing.T) {
 		const burst, takers, each = 1 << 20, 8, 200
-		l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e6, Burst: burst}, nil)
+		l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e6, Burst: burst}, middleware.RateLimitOptions{})
 		rt := l.Middleware()(&rateLimitFake{})
 		var wg sync.WaitGroup
 		for range takers {
@@ -328,7 +329,7 @@ func TestRateLimitUpdateWhileTaking(t *testing.T) {
 
 func TestRateLimitCancelledWaitGivesBackToRetunedBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1, Burst: 1}, nil)
+		l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1, Burst: 1}, middleware.RateLimitOptions{})
 		rt := l.Middleware()(&rateLimitFake{})
 		if err := rateLimitDo(t, rt, t.Context()); err != nil { // empties the bucket
 			t.Fatal(err)
@@ -355,8 +356,8 @@ func TestRateLimitCancelledWaitGivesBackToRetunedBucket(t *testing.T) {
 }
 
 func TestRateLimitExtremeRates(t *testing.T) {
-	// sends n requests through a new limiter of s and returns how long they
-	// took in the bubble.
+	// sends n requests through l and returns how long they took in the
+	// bubble.
 	sends := func(t *testing.T, l *middleware.RateLimit, n int) time.Duration {
 		rt := l.Middleware()(&rateLimitFake{})
 		start := time.Now()
@@ -367,30 +368,34 @@ func TestRateLimitExtremeRates(t *testing.T) {
 		}
 		return time.Since(start)
 	}
-	t.Run("above 1e9 per second is 1e9", func(t *testing.T) {
+	t.Run("a rate above one per ns waits for nothing", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e12, Burst: 4}, nil)
-			// The burst, then one per ns.
-			if took := sends(t, l, 6); took != 2*time.Nanosecond {
-				t.Errorf("6 requests took %v, want 2ns", took)
+			l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e12, Burst: 4}, middleware.RateLimitOptions{})
+			if took := sends(t, l, 1000); took > time.Microsecond {
+				t.Errorf("1000 requests took %v, want at most 1µs", took)
 			}
 		})
 	})
-	t.Run("below one per 13 days is one per 2^50ns", func(t *testing.T) {
+	t.Run("a rate too slow to wait for is refused, not waited for", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e-10, Burst: 1}, nil)
+			l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e-10, Burst: 1}, middleware.RateLimitOptions{})
 			if took := sends(t, l, 1); took != 0 {
 				t.Fatalf("first request took %v, want 0", took)
 			}
-			time.Sleep(1 << 49)
-			if got := l.Tokens(); !tokensNear(got, 0.5) {
-				t.Errorf("half the interval later: got %v tokens, want 0.5", got)
+			// The next token is 1e10 s away, past what a time.Duration holds:
+			// even without a deadline the wait would never end.
+			err := rateLimitDo(t, l.Middleware()(&rateLimitFake{}), t.Context())
+			if !errors.Is(err, middleware.ErrRateLimited) {
+				t.Errorf("got %v, want an error matching ErrRateLimited", err)
+			}
+			if got := l.Tokens(); got < -1e-6 || got > 1e-6 {
+				t.Errorf("Tokens after the refusal: got %v, want 0 (nothing reserved)", got)
 			}
 		})
 	})
 	t.Run("a burst too large to count in ns", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e-3, Burst: math.MaxInt}, nil)
+			l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e-3, Burst: math.MaxInt}, middleware.RateLimitOptions{})
 			if took := sends(t, l, 1000); took != 0 {
 				t.Errorf("1000 requests took %v, want 0 (no overflow into a wait)", took)
 			}
@@ -398,10 +403,95 @@ func TestRateLimitExtremeRates(t *testing.T) {
 	})
 }
 
+// TestRateLimitCancelledWaiterLetsNoExtraAttemptThrough guards the schedule
+// that the hand-made token bucket got wrong: at 1/s with burst 1, A goes at
+// 0s, B and C queue for the tokens of 1s and 2s, B gives up at 0.5s, and D,
+// sent after that, must wait for the token of 3s. B's token is not given
+// back, since C's reservation already counts on it: attempts at 0s, 2s, 3s
+// (the bucket gave D the freed slot and sent at 0s, 2s, 2s).
+func TestRateLimitCancelledWaiterLetsNoExtraAttemptThrough(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := &rateLimitFake{}
+		rt := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1, Burst: 1}, middleware.RateLimitOptions{}).Middleware()(fake)
+		start := time.Now()
+		if err := rateLimitDo(t, rt, t.Context()); err != nil { // A
+			t.Fatal(err)
+		}
+		bctx, cancelB := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		var errB error
+		wg.Go(func() { errB = rateLimitDo(t, rt, bctx) }) // B
+		synctest.Wait()
+		wg.Go(func() { // C
+			if err := rateLimitDo(t, rt, t.Context()); err != nil {
+				t.Error(err)
+			}
+		})
+		synctest.Wait()
+		time.Sleep(500 * time.Millisecond)
+		cancelB()
+		synctest.Wait()
+		if err := rateLimitDo(t, rt, t.Context()); err != nil { // D
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if !errors.Is(errB, context.Canceled) {
+			t.Errorf("B: got %v, want an error matching context.Canceled", errB)
+		}
+		fake.mu.Lock()
+		defer fake.mu.Unlock()
+		var got []time.Duration
+		for _, at := range fake.times {
+			got = append(got, at.Sub(start))
+		}
+		if want := []time.Duration{0, 2 * time.Second, 3 * time.Second}; !slices.Equal(got, want) {
+			t.Errorf("attempts at %v, want %v", got, want)
+		}
+	})
+}
+
+func TestRateLimitRefusalMatchesErrRateLimitedThroughClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := &rateLimitFake{}
+		l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1, Burst: 1}, middleware.RateLimitOptions{})
+		client := &http.Client{Transport: l.Middleware()(fake)}
+		resp, err := client.Get("http://api.test/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/", nil)
+		start := time.Now()
+		_, err = client.Do(req)
+		var ue *url.Error
+		if !errors.As(err, &ue) || !errors.Is(err, middleware.ErrRateLimited) {
+			t.Fatalf("got %v (%T), want *url.Error matching ErrRateLimited", err, err)
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("got %v: a refusal is not the deadline's expiry", err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "rate limit") {
+			t.Errorf("error %q does not name the rate limit", msg)
+		}
+		if took := time.Since(start); took != 0 {
+			t.Errorf("refusal took %v, want 0 (refused at once)", took)
+		}
+		if fake.calls() != 1 {
+			t.Errorf("got %d calls through, want 1", fake.calls())
+		}
+		if got := l.Tokens(); !tokensNear(got, 0) {
+			t.Errorf("Tokens after the refusal: got %v, want 0 (its reservation cancelled)", got)
+		}
+	})
+}
+
 func TestRateLimitEmitsWaited(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var log limEventLog
-		rt := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 4, Burst: 1}, log.ev()).Middleware()(&rateLimitFake{})
+		rt := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 4, Burst: 1}, middleware.RateLimitOptions{Events: log.ev()}).Middleware()(&rateLimitFake{})
 		for range 2 {
 			if err := rateLimitDo(t, rt, t.Context()); err != nil {
 				t.Fatal(err)
@@ -424,10 +514,10 @@ func TestRateLimitEmitsWaited(t *testing.T) {
 
 func BenchmarkRateLimit(b *testing.B) {
 	b.Run("unlimited", func(b *testing.B) {
-		benchRT(b, middleware.NewRateLimit(middleware.RateLimitSettings{}, nil).Middleware()(limBenchRT{}))
+		benchRT(b, middleware.NewRateLimit(middleware.RateLimitSettings{}, middleware.RateLimitOptions{}).Middleware()(limBenchRT{}))
 	})
 	b.Run("high_rate", func(b *testing.B) {
-		l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e12, Burst: 1 << 20}, nil)
+		l := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e12, Burst: 1 << 20}, middleware.RateLimitOptions{})
 		benchRT(b, l.Middleware()(limBenchRT{}))
 	})
 }

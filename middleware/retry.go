@@ -52,22 +52,6 @@ type RetryOptions struct {
 	// Rand returns a random value in [0, 1) for jitter; nil means
 	// math/rand/v2's Float64. It must be safe for concurrent use.
 	Rand func() float64
-	// InnerKeepsRequest promises that every layer below Retry, down to the
-	// transport, keeps net/http's RoundTripper contract: it never changes a
-	// request it is given (every layer of this package keeps it, as does
-	// *http.Transport; Headers and Auth set their headers on a copy). Then
-	// the first attempt is the caller's request itself when it needs no
-	// change (its body is not one the layer buffered), as with a bare
-	// http.Client, and every retry gets its own *http.Request with its own
-	// context and body, whose URL, Header and other maps are the caller's,
-	// shared read-only, in place of a deep clone: on the success path that
-	// saves most of the layer's cost (BenchmarkRetry: ~500 ns to ~100 ns)
-	// and two allocations. False (the zero value) deep-clones every
-	// attempt, a call without retries included, so a layer below may change
-	// its request freely. The factory sets it for a client without
-	// Hooks.Attempt. Like the rest of RetryOptions it is read once, by
-	// Retry.
-	InnerKeepsRequest bool
 }
 
 // Retry returns the middleware that retries failed attempts of a logical
@@ -81,11 +65,14 @@ type RetryOptions struct {
 //     is sent once, intact (the buffered prefix, then the rest), and never
 //     retried;
 //  3. the caller's context is still alive (its cancellation or deadline is
-//     never retried);
+//     never retried), and the error is not a local rejection,
+//     ErrBulkheadFull or ErrRateLimited (back-pressure from this process,
+//     not a backend failure; see the package doc's table);
 //  4. RetryOptions.ShouldRetry, if set, which replaces 5 and 6;
 //  5. method eligible: RetryAllMethods, else the method is in
 //     RetryableMethods (upper-cased; matched case-sensitively, as HTTP
-//     does), else in the idempotent set GET HEAD OPTIONS PUT DELETE;
+//     does; nil means the idempotent set GET HEAD OPTIONS PUT DELETE, an
+//     empty list no method);
 //  6. outcome retryable: a status in RetryableStatus, or a transport error
 //     that is not permanent (see IsPermanent);
 //  7. the wait is allowed: a Retry-After longer than MaxBackoff, or a wait
@@ -97,9 +84,9 @@ type RetryOptions struct {
 // call and end at once when the context is done; the call then returns the
 // context's error, wrapped.
 //
-// Each attempt is sent as a fresh clone of the caller's request (deep
-// where req.Clone is deep, unless RetryOptions.InnerKeepsRequest says the
-// layers below change nothing), and the caller's request is never changed.
+// Each attempt is sent as its own *http.Request, req.Clone with the
+// attempt's context and body, so the layers below may change it (headers,
+// path values, anything) and the caller's request is never changed.
 // A response that will be retried is drained (up to 64 KiB) and closed
 // before the wait. The last response is returned intact: running out of
 // attempts is not an error, and it emits EventRetryExhausted when that last
@@ -107,8 +94,7 @@ type RetryOptions struct {
 // RoundTripper contract requires.
 //
 // With MaxRetries 0 (and no override) the layer only deposits into the
-// budget and passes the request on: as is with InnerKeepsRequest, else a
-// deep clone of it. The retry layer reads status codes, which a plain
+// budget and passes on a clone of the request. The retry layer reads status codes, which a plain
 // RoundTripper does not; that is its job. It is safe for concurrent use; s
 // and o are copied.
 func Retry(s RetrySettings, o RetryOptions) Middleware {
@@ -126,7 +112,6 @@ type retryPolicy struct {
 	methods     []string   // upper-cased eligible methods; unused when allMethods
 	allMethods  bool
 	shouldRetry func(*http.Request, *http.Response, error) bool
-	shallow     bool // RetryOptions.InnerKeepsRequest
 	budget      *Budget
 	ev          *Events
 	rand        func() float64
@@ -137,7 +122,6 @@ func newRetryPolicy(s RetrySettings, o RetryOptions) *retryPolicy {
 		s:           s,
 		allMethods:  s.RetryAllMethods,
 		shouldRetry: o.ShouldRetry,
-		shallow:     o.InnerKeepsRequest,
 		budget:      o.Budget,
 		ev:          o.Events,
 		rand:        o.Rand,
@@ -155,13 +139,15 @@ func newRetryPolicy(s RetrySettings, o RetryOptions) *retryPolicy {
 			p.status[c/64] |= 1 << (c % 64)
 		}
 	}
-	for _, m := range s.RetryableMethods {
+	methods := s.RetryableMethods
+	if methods == nil {
+		methods = IdempotentMethods()
+	}
+	p.methods = make([]string, 0, len(methods)) // empty, not nil: [] retries no method
+	for _, m := range methods {
 		if m = strings.ToUpper(strings.TrimSpace(m)); m != "" {
 			p.methods = append(p.methods, m)
 		}
-	}
-	if len(p.methods) == 0 {
-		p.methods = IdempotentMethods()
 	}
 	p.s.RetryableStatus, p.s.RetryableMethods = nil, nil // not read after this point
 	return p
@@ -214,10 +200,7 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	maxRetries := maxRetriesFor(ctx, p.s.MaxRetries)
 	if maxRetries == 0 {
-		if !p.shallow {
-			req = cloneRequest(ctx, req) // the layers below may change their request
-		}
-		return rt.next.RoundTrip(req)
+		return rt.next.RoundTrip(req.Clone(ctx)) // the layers below may change their request
 	}
 	// The body plan stays on this frame; only a body that must be buffered
 	// allocates (the buffer). A call whose method can never be retried does
@@ -236,22 +219,12 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	for n := 1; ; n++ {
 		actx := ctx
 		if n > 1 { // the first attempt needs no mark: AttemptFrom reads 1 without one
-			actx = &attemptCtx{Context: ctx, n: n}
+			actx = context.WithValue(ctx, attemptKey{}, n)
 		}
-		var areq *http.Request
-		switch {
-		case !p.shallow:
-			areq = cloneRequest(actx, req)
-		case n == 1 && rb.kind != replayBuffered && body == req.Body && length == req.ContentLength:
-			areq = req // nothing to change: send it as is
-		default:
-			areq = req.WithContext(actx)
-		}
-		if areq != req {
-			areq.Body, areq.ContentLength = body, length
-			if rb.kind == replayBuffered {
-				areq.GetBody = rb.buf.getBody
-			}
+		areq := req.Clone(actx)
+		areq.Body, areq.ContentLength = body, length
+		if rb.kind == replayBuffered {
+			areq.GetBody = rb.buf.getBody
 		}
 		resp, err = rt.next.RoundTrip(areq)
 		if resp == nil && err == nil {
@@ -267,12 +240,12 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil // gate 6 first: the common success needs no other
 		}
 		if n > maxRetries { // gate 1
-			if ctx.Err() == nil && p.retryable(req, resp, err) {
+			if ctx.Err() == nil && !localBackPressure(err) && p.retryable(req, resp, err) {
 				p.emit(ctx, slog.LevelWarn, EventRetryExhausted, req, n, 0, resp, err)
 			}
 			return resp, err
 		}
-		if !rb.replayable() || ctx.Err() != nil || !p.retryable(req, resp, err) { // gates 2 to 6
+		if !rb.replayable() || ctx.Err() != nil || localBackPressure(err) || !p.retryable(req, resp, err) { // gates 2 to 6
 			return resp, err
 		}
 		now := time.Now()
@@ -329,33 +302,6 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 // of a retry's request. An empty struct type: no collision, no allocation.
 type attemptKey struct{}
 
-// attemptCtx is the context of a retry: ctx marked with its attempt
-// number, as context.WithValue would mark it, but forwarding the AfterFunc
-// method of a timeout layer's context (see deadlineCtx), which a
-// context.WithValue hides: the contexts the layers below derive from it
-// (one per request in *http.Transport) then cost no goroutine.
-type attemptCtx struct {
-	context.Context
-	n int
-}
-
-func (c *attemptCtx) Value(key any) any {
-	if key == (attemptKey{}) {
-		return c.n
-	}
-	return c.Context.Value(key)
-}
-
-// AfterFunc arranges for f to run once c is done (see context.AfterFunc).
-func (c *attemptCtx) AfterFunc(f func()) (stop func() bool) {
-	if a, ok := c.Context.(interface{ AfterFunc(func()) func() bool }); ok {
-		return a.AfterFunc(f)
-	}
-	return context.AfterFunc(c.Context, f)
-}
-
-func (c *attemptCtx) String() string { return "switchboard.attemptCtx" }
-
 // AttemptFrom returns the 1-based number of the attempt whose request
 // context is ctx: 2 for the first retry of a call. Retry marks the
 // requests of retries; a request without a mark (the first attempt, or a
@@ -369,6 +315,12 @@ func AttemptFrom(ctx context.Context) int {
 		}
 	}
 	return 1
+}
+
+// localBackPressure reports whether err is a refusal of a bulkhead or a
+// rate limit, which Retry never retries (gate 3).
+func localBackPressure(err error) bool {
+	return err != nil && (errors.Is(err, ErrBulkheadFull) || errors.Is(err, ErrRateLimited))
 }
 
 // emit sends a retry event about the outcome (resp or err) of attempt n.

@@ -11,8 +11,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
-	"reflect"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -69,6 +69,15 @@ func TestRetryGatesInOrder(t *testing.T) {
 		{name: "method: RetryableMethods entries upper-cased", method: "POST",
 			settings: func(s *middleware.RetrySettings) { s.RetryableMethods = []string{" post "} },
 			steps:    steps(503, 201), wantCalls: 2, wantStatus: 201},
+		{name: "method: empty RetryableMethods retries no method", method: "GET",
+			settings: func(s *middleware.RetrySettings) { s.RetryableMethods = []string{} },
+			steps:    steps(503), wantCalls: 1, wantStatus: 503},
+		{name: "method: nil RetryableMethods means the idempotent set", method: "PUT",
+			settings: func(s *middleware.RetrySettings) { s.RetryableMethods = nil },
+			steps:    steps(503, 200), wantCalls: 2, wantStatus: 200},
+		{name: "method: RetryAllMethods beats an empty list", method: "PATCH",
+			settings: func(s *middleware.RetrySettings) { s.RetryableMethods, s.RetryAllMethods = []string{}, true },
+			steps:    steps(503, 200), wantCalls: 2, wantStatus: 200},
 		{name: "method: RetryAllMethods", method: "PATCH",
 			settings: func(s *middleware.RetrySettings) { s.RetryAllMethods = true },
 			steps:    steps(503, 200), wantCalls: 2, wantStatus: 200},
@@ -82,7 +91,7 @@ func TestRetryGatesInOrder(t *testing.T) {
 			steps: steps(502, 200), wantCalls: 2, wantStatus: 200},
 		{name: "outcome: transport error retried", steps: []fakert.Step{{Err: errReset}, {}}, wantCalls: 2, wantStatus: 200},
 		{name: "budget: no token", opts: func(o *middleware.RetryOptions) {
-			o.Budget = middleware.NewBudget(middleware.BudgetSettings{TTL: 10 * time.Second})
+			o.Budget = middleware.NewBudget(middleware.BudgetSettings{TTL: 10 * time.Second}, middleware.BudgetOptions{})
 		}, steps: steps(503), wantCalls: 1, wantStatus: 503, wantEvent: middleware.EventRetryBudgetExhausted},
 	}
 	for _, tt := range tests {
@@ -355,42 +364,77 @@ func TestRetryFreshClonePerAttempt(t *testing.T) {
 	})
 }
 
-func TestRetryInnerKeepsRequestSharesReadOnlyParts(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		rt := fakert.New(fakert.Step{Status: 503}, fakert.Step{})
+// TestAttemptSetPathValueLeavesCallersRequestAlone guards the hand-made
+// clone that shared path values with the caller's request: an attempt
+// layer's SetPathValue must change its own attempt only, for a request a
+// ServeMux routed (Pattern set) and for one whose values were set by hand,
+// on a call without retries as on one with.
+func TestAttemptSetPathValueLeavesCallersRequestAlone(t *testing.T) {
+	routed := func(t *testing.T) *http.Request {
+		var got *http.Request
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /v1/{id}", func(_ http.ResponseWriter, r *http.Request) { got = r })
+		mux.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "http://svc.test/v1/items", nil))
+		if got == nil || got.PathValue("id") != "items" {
+			t.Fatal("the mux did not route the request")
+		}
+		return got.WithContext(context.Background())
+	}
+	byHand := func(t *testing.T) *http.Request {
 		req := newReq(t, context.Background(), "GET", "")
-		req.Header.Set("X-Orig", "1")
-		resp, err := middleware.Retry(fixedSettings(), middleware.RetryOptions{InnerKeepsRequest: true})(rt).RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		readAll(t, resp)
-		reqs := rt.Requests()
-		if len(reqs) != 2 {
-			t.Fatalf("got %d calls, want 2", len(reqs))
-		}
-		if reqs[0].Req != req {
-			t.Error("attempt 1: sent a copy, want the caller's request itself (nothing to change)")
-		}
-		if reqs[1].Req == req {
-			t.Error("attempt 2: sent the caller's *http.Request, want a copy of its own")
-		}
-		for i, r := range reqs {
-			// The maps are shared, not cloned: that is the saving.
-			if reflect.ValueOf(r.Req.Header).UnsafePointer() != reflect.ValueOf(req.Header).UnsafePointer() || r.Req.URL != req.URL {
-				t.Errorf("attempt %d: Header or URL copied, want the caller's shared read-only", i+1)
-			}
-			if got := middleware.AttemptFrom(r.Req.Context()); got != i+1 {
-				t.Errorf("attempt %d: context says attempt %d", i+1, got)
-			}
-		}
-		if middleware.AttemptFrom(req.Context()) != 1 || len(req.Header) != 1 {
-			t.Error("caller's request was changed")
-		}
-	})
+		req.SetPathValue("id", "items")
+		return req
+	}
+	for _, tc := range []struct {
+		name    string
+		req     func(t *testing.T) *http.Request
+		retries int
+	}{
+		{"routed, with retries", routed, 2},
+		{"set by hand, with retries", byHand, 2},
+		{"routed, retry off", routed, 0},
+		{"set by hand, retry off", byHand, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var seen []string
+				hook := func(next http.RoundTripper) http.RoundTripper {
+					return middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
+						seen = append(seen, r.PathValue("id"))
+						r.SetPathValue("id", "changed-by-attempt")
+						r.SetPathValue("extra", "x")
+						return next.RoundTrip(r)
+					})
+				}
+				rt := fakert.New(fakert.Step{Status: 503}, fakert.Step{Status: 503}, fakert.Step{})
+				s := fixedSettings()
+				s.MaxRetries = tc.retries
+				req := tc.req(t)
+				resp, err := middleware.Chain(middleware.Retry(s, middleware.RetryOptions{}), hook)(rt).RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				readAll(t, resp)
+				if got, want := req.PathValue("id"), "items"; got != want {
+					t.Errorf("caller's PathValue(id): got %q, want %q", got, want)
+				}
+				if got := req.PathValue("extra"); got != "" {
+					t.Errorf("caller's PathValue(extra): got %q, want none", got)
+				}
+				for i, v := range seen {
+					if v != "items" {
+						t.Errorf("attempt %d saw PathValue(id) %q, want %q (not an earlier attempt's)", i+1, v, "items")
+					}
+				}
+				if len(seen) != tc.retries+1 {
+					t.Errorf("got %d attempts, want %d", len(seen), tc.retries+1)
+				}
+			})
+		})
+	}
 }
 
-func TestRetryInnerKeepsRequestCopiesABufferedBody(t *testing.T) {
+func TestRetryBufferedBodyLeavesCallersRequestAlone(t *testing.T) {
 	// A body the layer buffered differs from the caller's: attempt 1 is a
 	// copy carrying it and its GetBody, and the caller's request keeps its
 	// own.
@@ -399,7 +443,7 @@ func TestRetryInnerKeepsRequestCopiesABufferedBody(t *testing.T) {
 		body := newOpaqueBody("payload")
 		req := newReq(t, context.Background(), "PUT", "")
 		req.Body, req.ContentLength = body, 7
-		resp, err := middleware.Retry(fixedSettings(), middleware.RetryOptions{InnerKeepsRequest: true})(rt).RoundTrip(req)
+		resp, err := middleware.Retry(fixedSettings(), middleware.RetryOptions{})(rt).RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -453,11 +497,11 @@ func BenchmarkRetry(b *testing.B) {
 	})
 	b.Run("budget", func(b *testing.B) {
 		s := middleware.DefaultRetrySettings()
-		benchRT(b, middleware.Retry(s, middleware.RetryOptions{Budget: middleware.NewBudget(s.Budget)})(prebuilt()))
+		benchRT(b, middleware.Retry(s, middleware.RetryOptions{Budget: middleware.NewBudget(s.Budget, middleware.BudgetOptions{})})(prebuilt()))
 	})
 	b.Run("budget inner keeps request", func(b *testing.B) {
 		s := middleware.DefaultRetrySettings()
-		benchRT(b, middleware.Retry(s, middleware.RetryOptions{Budget: middleware.NewBudget(s.Budget), InnerKeepsRequest: true})(prebuilt()))
+		benchRT(b, middleware.Retry(s, middleware.RetryOptions{Budget: middleware.NewBudget(s.Budget, middleware.BudgetOptions{})})(prebuilt()))
 	})
 }
 

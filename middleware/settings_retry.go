@@ -31,7 +31,8 @@ const (
 func DefaultRetryableStatus() []int { return []int{429, 502, 503, 504} }
 
 // IdempotentMethods returns the methods retried when RetrySettings.RetryableMethods
-// is empty and RetryAllMethods is false: GET, HEAD, OPTIONS, PUT, DELETE.
+// is left at its default (and RetryAllMethods is false): GET, HEAD,
+// OPTIONS, PUT, DELETE.
 func IdempotentMethods() []string { return []string{"GET", "HEAD", "OPTIONS", "PUT", "DELETE"} }
 
 // RetrySettings is the `retry` block of a client. The zero value retries nothing
@@ -53,8 +54,10 @@ type RetrySettings struct {
 	// means DefaultRetryableStatus(); an empty non-nil list retries no status
 	// (transport errors only).
 	RetryableStatus []int `koanf:"retryable_status" json:"retryable_status" minimum:"100" maximum:"599"`
-	// RetryableMethods replaces the idempotent method set when not empty.
-	// Entries are upper-cased; request methods are matched case-sensitively.
+	// RetryableMethods lists the methods that are retried (unless
+	// RetryAllMethods). Nil means IdempotentMethods(); an empty non-nil list
+	// retries no method. Entries are upper-cased; request methods are
+	// matched case-sensitively.
 	RetryableMethods []string `koanf:"retryable_methods" json:"retryable_methods"`
 	// RetryAllMethods retries every method, POST and PATCH included.
 	RetryAllMethods bool `koanf:"retry_all_methods" json:"retry_all_methods"`
@@ -91,7 +94,7 @@ func DefaultRetrySettings() RetrySettings {
 		MaxBackoff:       DefaultMaxBackoff,
 		Jitter:           DefaultJitter,
 		RetryableStatus:  DefaultRetryableStatus(),
-		RetryableMethods: []string{},
+		RetryableMethods: IdempotentMethods(),
 		MaxBufferedBody:  DefaultMaxBufferedBody,
 		Budget: BudgetSettings{
 			Ratio:        DefaultBudgetRatio,

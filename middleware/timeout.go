@@ -46,6 +46,14 @@ func (e *TimeoutError) Is(target error) bool { return target == context.Deadline
 // Timeout reports true: the error is a timeout (see net.Error).
 func (e *TimeoutError) Timeout() bool { return true }
 
+// TimeoutOptions are the code-only options of Timeout and AttemptTimeout.
+// The zero value emits no events. Timeout and AttemptTimeout copy it.
+type TimeoutOptions struct {
+	// Events receives EventTimeoutExceeded at slog.LevelWarn when the
+	// layer's deadline fires; nil means no events.
+	Events *Events
+}
+
 // Timeout returns the middleware that puts one deadline, d from the start of
 // RoundTrip, over the whole logical call: every attempt, every backoff wait,
 // and the reading of the response body. It is the outermost layer of a
@@ -55,61 +63,22 @@ func (e *TimeoutError) Timeout() bool { return true }
 // the caller's context already ends at or before the would-be deadline, the
 // layer adds nothing and passes the request on as is.
 //
-// The deadline's context lives until the response body is closed or read to
-// its end (EOF or an error), so the caller can read the body under the same
-// deadline; a caller must close the body, as always. When the call fails
-// because this deadline fired (not the caller's), RoundTrip returns a
-// *TimeoutError and emits EventTimeoutExceeded at slog.LevelWarn to ev (nil
-// ev: no events).
+// The deadline is a standard context, context.WithDeadlineCause's, whose
+// cause tells the layer's deadline from the caller's; it starts no
+// goroutine, whatever the layers below do with the context. It lives until
+// the response body is closed or read to its end (EOF or an error), so the
+// caller can read the body under the same deadline; a caller must close the
+// body, as always. When the call fails because this deadline fired (not the
+// caller's), RoundTrip returns a *TimeoutError and emits
+// EventTimeoutExceeded to o.Events.
 //
 // The layer keeps the RoundTripper contract: it hands the layer below a
-// shallow copy of the request with the new context (as req.WithContext) and
+// shallow copy of the request with the new context (req.WithContext) and
 // never changes the caller's request; the body is closed by the layer below.
-// The new context is the layer's own, cheaper than context.WithTimeout's
-// (see TimeoutOptions.StdContext for when to ask for the standard one). It
-// is safe for concurrent use.
-func Timeout(d time.Duration, ev *Events) Middleware {
-	return TimeoutWith(d, TimeoutOptions{Events: ev})
-}
-
-// TimeoutOptions are the code-only options of TimeoutWith and
-// AttemptTimeoutWith. The zero value emits no events and uses the layer's
-// own context. TimeoutWith and AttemptTimeoutWith copy it: it may be reused
-// and changed afterwards, and the layers they make are safe for concurrent
-// use.
-type TimeoutOptions struct {
-	// Events receives EventTimeoutExceeded; nil means no events.
-	Events *Events
-	// StdContext makes the layer give the layers below a context made by
-	// context.WithDeadline instead of its own. Its own costs two
-	// allocations, two clock reads and ~300 ns less per call, and contexts
-	// derived from it directly (as *http.Transport and this package's
-	// layers derive theirs) are cancelled without a goroutine, through its
-	// AfterFunc method. But context.WithValue hides that method: a layer
-	// below that wraps the context with context.WithValue (tracing
-	// middleware does), under which a cancelable context is then derived,
-	// costs a goroutine per request for as long as it runs. Set StdContext
-	// when such layers sit below; the factory sets it for clients with
-	// Hooks.Attempt.
-	StdContext bool
-}
-
-// TimeoutWith is Timeout with options: events go to o.Events (nil: none),
-// and o.StdContext picks the context the layers below get. A d of zero (or
-// less) means no deadline. It is safe for concurrent use.
-func TimeoutWith(d time.Duration, o TimeoutOptions) Middleware {
+// It is safe for concurrent use.
+func Timeout(d time.Duration, o TimeoutOptions) Middleware {
 	return func(next http.RoundTripper) http.RoundTripper {
-		return &deadlineRT{next: next, d: d, kind: deadlineCall, ev: o.Events, std: o.StdContext}
-	}
-}
-
-// AttemptTimeoutWith is AttemptTimeout with options: events go to o.Events
-// (nil: none), and o.StdContext picks the context the layers below get. A d
-// of zero (or less) means no per-attempt deadline. It is safe for
-// concurrent use.
-func AttemptTimeoutWith(d time.Duration, o TimeoutOptions) Middleware {
-	return func(next http.RoundTripper) http.RoundTripper {
-		return &deadlineRT{next: next, d: d, kind: deadlineAttempt, ev: o.Events, std: o.StdContext}
+		return &deadlineRT{next: next, d: d, kind: deadlineCall, ev: o.Events, cause: errTimeoutCause}
 	}
 }
 
@@ -121,28 +90,39 @@ func AttemptTimeoutWith(d time.Duration, o TimeoutOptions) Middleware {
 //
 // Overrides.AttemptTimeout in the request context replaces d for that
 // request. Everything else is as for Timeout: when the attempt's deadline
-// fires, it emits EventTimeoutExceeded to ev (nil: no events) with the
-// attempt's number and Reason "attempt_timeout", so that ops see attempts
-// cut off even when a retry then succeeds. It is safe for concurrent use.
-func AttemptTimeout(d time.Duration, ev *Events) Middleware {
-	return AttemptTimeoutWith(d, TimeoutOptions{Events: ev})
+// fires, it emits EventTimeoutExceeded to o.Events with the attempt's number
+// and Reason "attempt_timeout", so that ops see attempts cut off even when a
+// retry then succeeds. It is safe for concurrent use.
+func AttemptTimeout(d time.Duration, o TimeoutOptions) Middleware {
+	return func(next http.RoundTripper) http.RoundTripper {
+		return &deadlineRT{next: next, d: d, kind: deadlineAttempt, ev: o.Events, cause: errAttemptTimeoutCause}
+	}
+}
+
+// The cancellation causes of the contexts the timeout layers make:
+// context.Cause of a context that one of them ended is its layer's cause,
+// and the caller's own deadline or cancellation gives any other.
+var (
+	errTimeoutCause        = errors.New("switchboard: deadline of the timeout layer")
+	errAttemptTimeoutCause = errors.New("switchboard: deadline of the attempt timeout layer")
+)
+
+// ownTimeoutFired reports whether ctx, a request context below a Timeout
+// layer, ended because that layer's deadline fired, rather than because
+// the caller's context ended.
+func ownTimeoutFired(ctx context.Context) bool {
+	return context.Cause(ctx) == errTimeoutCause
 }
 
 // deadlineRT is the RoundTripper of Timeout and AttemptTimeout. It is
 // immutable after construction.
 type deadlineRT struct {
-	next http.RoundTripper
-	d    time.Duration
-	kind deadlineKind
-	ev   *Events
-	std  bool // TimeoutOptions.StdContext
+	next  http.RoundTripper
+	d     time.Duration
+	kind  deadlineKind
+	ev    *Events
+	cause error // errTimeoutCause or errAttemptTimeoutCause
 }
-
-// errDeadlineCause is the cancellation cause of the standard contexts a
-// deadlineRT makes (TimeoutOptions.StdContext): context.Cause tells the
-// layer's deadline from the caller's, as deadlineCtx.ownFired does for its
-// own contexts.
-var errDeadlineCause = errors.New("switchboard: deadline set by a timeout layer")
 
 func (t *deadlineRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	parent := req.Context()
@@ -154,44 +134,35 @@ func (t *deadlineRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	if pd, ok := parent.Deadline(); ok && !pd.After(now.Add(d)) {
 		return t.next.RoundTrip(req) // the caller's deadline comes first: nothing to add
 	}
-	// The context, the request copy and the body wrapper share one
-	// allocation.
-	c := new(deadlineState)
-	var ctx context.Context = &c.ctx
-	if t.std {
-		c.stdCtx, c.stdCancel = context.WithDeadlineCause(parent, now.Add(d), errDeadlineCause)
-		ctx = c.stdCtx
-	} else {
-		c.ctx.start(parent, now, d)
-	}
-	// WithContext is inlined and its copy does not escape: it is built on
-	// the stack and copied into c.
+	ctx, cancel := context.WithDeadlineCause(parent, now.Add(d), t.cause)
+	// The request copy and the body wrapper share one allocation.
+	c := &deadlineState{ctx: ctx, cancel: cancel, parent: parent, t: t, d: d}
 	c.req = *req.WithContext(ctx)
 	done := false
 	defer func() {
-		if !done { // next panicked: release the timer and the parent's hold now
-			c.stop()
+		if !done { // next panicked: release the deadline now
+			cancel()
 		}
 	}()
 	resp, err := t.next.RoundTrip(&c.req)
 	done = true
 	if err != nil {
 		fired := c.fired()
-		c.stop()
+		cancel()
 		if fired {
 			return nil, t.exceeded(ctx, req, d, err)
 		}
 		return nil, err
 	}
 	if resp == nil {
-		c.stop()
-		return nil, fmt.Errorf("switchboard: round tripper returned neither a response nor an error")
+		cancel()
+		return nil, errNoResponse
 	}
 	if resp.Body == nil || resp.Body == http.NoBody {
-		c.stop() // nothing left to read under the deadline
+		cancel() // nothing left to read under the deadline
 		return resp, nil
 	}
-	c.rc, c.orig, c.t, c.d = resp.Body, req, t, d
+	c.rc, c.orig = resp.Body, req
 	resp.Body = c
 	if w, ok := c.rc.(io.Writer); ok {
 		// A 101 Switching Protocols body is also the connection's writer,
@@ -239,35 +210,26 @@ func (t *deadlineRT) exceeded(ctx context.Context, req *http.Request, d time.Dur
 // read and cancels it once the body is closed or read to its end, so that
 // neither the context's timer nor its resources outlive the call.
 type deadlineState struct {
-	ctx deadlineCtx // the layer's own context, unless StdContext
-	// stdCtx and stdCancel are the context of a StdContext layer.
-	stdCtx    context.Context
-	stdCancel context.CancelFunc
-	req       http.Request // what the layer below got, with the context
-	rc        io.ReadCloser
-	orig      *http.Request // the request the layer got
-	t         *deadlineRT
-	d         time.Duration
-	done      bool // the body ended; a timeout is reported once
+	ctx    context.Context
+	cancel context.CancelFunc
+	parent context.Context // the context of the request the layer got
+	req    http.Request    // what the layer below got, with ctx
+	rc     io.ReadCloser
+	orig   *http.Request // the request the layer got
+	t      *deadlineRT
+	d      time.Duration
+	done   bool // the body ended; a timeout is reported once
 }
 
-// fired reports whether the call's context ended because the layer's
-// deadline passed while the caller's context was alive.
+// fired reports whether the call's context ended because the layer's own
+// deadline passed: its cause is the layer's, and not merely inherited from
+// an outer layer of the same kind whose deadline ended the parent.
 func (c *deadlineState) fired() bool {
-	if c.stdCtx != nil {
-		return context.Cause(c.stdCtx) == errDeadlineCause
-	}
-	return c.ctx.ownFired()
+	return context.Cause(c.ctx) == c.t.cause && context.Cause(c.parent) != c.t.cause
 }
 
 // stop ends the call's context: the call is over.
-func (c *deadlineState) stop() {
-	if c.stdCancel != nil {
-		c.stdCancel()
-		return
-	}
-	c.ctx.stop()
-}
+func (c *deadlineState) stop() { c.cancel() }
 
 func (c *deadlineState) Read(p []byte) (int, error) {
 	n, err := c.rc.Read(p)

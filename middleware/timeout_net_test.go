@@ -49,7 +49,7 @@ func TestTimeoutCancelsARealTransport(t *testing.T) {
 	url, arrived, gone := stallServerArrivals(t, false)
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: middleware.Timeout(50*time.Millisecond, nil)(tr)}
+	client := &http.Client{Transport: middleware.Timeout(50*time.Millisecond, middleware.TimeoutOptions{})(tr)}
 	_, err := client.Get(url)
 	var te *middleware.TimeoutError
 	if !errors.As(err, &te) || !errors.Is(err, context.DeadlineExceeded) || te.PerAttempt {
@@ -66,7 +66,7 @@ func TestTimeoutCoversARealBody(t *testing.T) {
 	url, gone := stallServer(t, true)
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: middleware.Timeout(50*time.Millisecond, nil)(tr)}
+	client := &http.Client{Transport: middleware.Timeout(50*time.Millisecond, middleware.TimeoutOptions{})(tr)}
 	resp, err := client.Get(url)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestTimeoutCallerCancelThroughARealTransport(t *testing.T) {
 	url, arrived, gone := stallServerArrivals(t, false)
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: middleware.Timeout(time.Hour, nil)(tr)}
+	client := &http.Client{Transport: middleware.Timeout(time.Hour, middleware.TimeoutOptions{})(tr)}
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	errc := make(chan error, 1)

@@ -24,7 +24,7 @@ func TestTimeoutFires(t *testing.T) {
 		ev, rec := newEvents()
 		rt := fakert.New(fakert.Step{Delay: time.Hour})
 		start := time.Now()
-		resp, err := middleware.Timeout(2*time.Second, ev)(rt).RoundTrip(newReq(t, context.Background(), "GET", ""))
+		resp, err := middleware.Timeout(2*time.Second, middleware.TimeoutOptions{Events: ev})(rt).RoundTrip(newReq(t, context.Background(), "GET", ""))
 		if resp != nil {
 			t.Fatal("got a response, want none")
 		}
@@ -79,7 +79,7 @@ func TestTimeoutDeadlines(t *testing.T) {
 				}
 				spy := &ctxSpy{}
 				rt := fakert.New(fakert.Step{OnRequest: spy.hook})
-				resp, err := middleware.Timeout(tt.d, nil)(rt).RoundTrip(newReq(t, ctx, "GET", ""))
+				resp, err := middleware.Timeout(tt.d, middleware.TimeoutOptions{})(rt).RoundTrip(newReq(t, ctx, "GET", ""))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -109,7 +109,7 @@ func TestTimeoutCallerDeadlineIsNotOurs(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		rt := fakert.New(fakert.Step{Delay: time.Hour})
-		_, err := middleware.Timeout(5*time.Second, ev)(rt).RoundTrip(newReq(t, ctx, "GET", ""))
+		_, err := middleware.Timeout(5*time.Second, middleware.TimeoutOptions{Events: ev})(rt).RoundTrip(newReq(t, ctx, "GET", ""))
 		var te *middleware.TimeoutError
 		if !errors.Is(err, context.DeadlineExceeded) || errors.As(err, &te) {
 			t.Fatalf("got %v, want the caller's DeadlineExceeded, not a *TimeoutError", err)
@@ -126,7 +126,7 @@ func TestTimeoutContextLivesUntilBodyDone(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				spy := &ctxSpy{}
 				rt := fakert.New(fakert.Step{Body: "payload", OnRequest: spy.hook})
-				resp, err := middleware.Timeout(time.Minute, nil)(rt).RoundTrip(newReq(t, context.Background(), "GET", ""))
+				resp, err := middleware.Timeout(time.Minute, middleware.TimeoutOptions{})(rt).RoundTrip(newReq(t, context.Background(), "GET", ""))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -158,7 +158,7 @@ func TestTimeoutFiresWhileReadingBody(t *testing.T) {
 		blocking := middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
 			return &http.Response{StatusCode: 200, Body: ctxBody{r.Context()}}, nil
 		})
-		resp, err := middleware.Timeout(3*time.Second, ev)(blocking).RoundTrip(newReq(t, context.Background(), "GET", ""))
+		resp, err := middleware.Timeout(3*time.Second, middleware.TimeoutOptions{Events: ev})(blocking).RoundTrip(newReq(t, context.Background(), "GET", ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +194,7 @@ func TestTimeoutNoBodyCancelsAtOnce(t *testing.T) {
 			spy.hook(r)
 			return &http.Response{StatusCode: 204, Body: http.NoBody}, nil
 		})
-		resp, err := middleware.Timeout(time.Minute, nil)(rt).RoundTrip(newReq(t, context.Background(), "GET", ""))
+		resp, err := middleware.Timeout(time.Minute, middleware.TimeoutOptions{})(rt).RoundTrip(newReq(t, context.Background(), "GET", ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +225,7 @@ func TestAttemptTimeoutWithRetry(t *testing.T) {
 				rt := fakert.New(fakert.Step{Delay: time.Hour}, fakert.Step{Body: "ok"})
 				pipeline := middleware.Chain(
 					middleware.Retry(fixedSettings(), middleware.RetryOptions{}),
-					middleware.AttemptTimeout(tt.d, nil),
+					middleware.AttemptTimeout(tt.d, middleware.TimeoutOptions{}),
 				)(rt)
 				start := time.Now()
 				resp, err := pipeline.RoundTrip(newReq(t, ctx, "GET", ""))
@@ -244,7 +244,7 @@ func TestAttemptTimeoutWithRetry(t *testing.T) {
 	t.Run("error is a per-attempt TimeoutError", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			rt := fakert.New(fakert.Step{Delay: time.Hour})
-			_, err := middleware.AttemptTimeout(time.Second, nil)(rt).RoundTrip(newReq(t, context.Background(), "GET", ""))
+			_, err := middleware.AttemptTimeout(time.Second, middleware.TimeoutOptions{})(rt).RoundTrip(newReq(t, context.Background(), "GET", ""))
 			var te *middleware.TimeoutError
 			if !errors.As(err, &te) || !te.PerAttempt || !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("got %v, want a per-attempt *TimeoutError", err)
@@ -261,7 +261,7 @@ func TestAttemptTimeoutEmitsEventWithAttemptNumber(t *testing.T) {
 		rt := fakert.New(fakert.Step{Delay: time.Hour}, fakert.Step{Delay: time.Hour}, fakert.Step{Body: "ok"})
 		pipeline := middleware.Chain(
 			middleware.Retry(fixedSettings(), middleware.RetryOptions{}),
-			middleware.AttemptTimeout(2*time.Second, ev),
+			middleware.AttemptTimeout(2*time.Second, middleware.TimeoutOptions{Events: ev}),
 		)(rt)
 		resp, err := pipeline.RoundTrip(newReq(t, context.Background(), "GET", ""))
 		if err != nil {
@@ -287,7 +287,7 @@ func TestTimeoutOverRetryStopsWaits(t *testing.T) {
 		// fine; the one after (4s) would end at 7s: the last 503 comes back.
 		rt := fakert.New(fakert.Step{Status: 503, Body: "busy"})
 		pipeline := middleware.Chain(
-			middleware.Timeout(4*time.Second, nil),
+			middleware.Timeout(4*time.Second, middleware.TimeoutOptions{}),
 			middleware.Retry(fixedSettings(), middleware.RetryOptions{}),
 		)(rt)
 		start := time.Now()
@@ -310,7 +310,7 @@ func TestTimeoutDuringRetryWaitIsTimeoutError(t *testing.T) {
 		rt := fakert.New(fakert.Step{Status: 503}, fakert.Step{Delay: time.Hour})
 		ev, rec := newEvents()
 		pipeline := middleware.Chain(
-			middleware.Timeout(4*time.Second, ev),
+			middleware.Timeout(4*time.Second, middleware.TimeoutOptions{Events: ev}),
 			middleware.Retry(fixedSettings(), middleware.RetryOptions{}),
 		)(rt)
 		start := time.Now()
@@ -344,13 +344,14 @@ func TestTimeoutErrorText(t *testing.T) {
 }
 
 func BenchmarkTimeout(b *testing.B) {
-	benchRT(b, middleware.Timeout(30*time.Second, nil)(prebuilt()))
+	benchRT(b, middleware.Timeout(30*time.Second, middleware.TimeoutOptions{})(prebuilt()))
 }
 
 func TestTimeoutRetriesStartNoGoroutine(t *testing.T) {
-	// A retry marks its attempt's context; the contexts derived below it
-	// (the attempt timeout's, a transport's) must still find the timeout
-	// layer's AfterFunc, or the context package starts a goroutine for each.
+	// A retry marks its attempt's context with context.WithValue; the
+	// contexts derived below it (the attempt timeout's, a transport's) must
+	// still find the timeout layer's, or the context package starts a
+	// goroutine for each.
 	synctest.Test(t, func(t *testing.T) {
 		var counts []int
 		n := 0
@@ -366,9 +367,9 @@ func TestTimeoutRetriesStartNoGoroutine(t *testing.T) {
 			return &http.Response{StatusCode: code, Body: http.NoBody, Request: r}, nil
 		})
 		pipeline := middleware.Chain(
-			middleware.Timeout(time.Hour, nil),
+			middleware.Timeout(time.Hour, middleware.TimeoutOptions{}),
 			middleware.Retry(fixedSettings(), middleware.RetryOptions{}),
-			middleware.AttemptTimeout(time.Minute, nil),
+			middleware.AttemptTimeout(time.Minute, middleware.TimeoutOptions{}),
 		)(rt)
 		resp, err := pipeline.RoundTrip(newReq(t, context.Background(), "GET", ""))
 		if err != nil {

@@ -23,6 +23,7 @@ require (
 	github.com/spf13/pflag v1.1.0 // indirect
 	golang.org/x/sys v0.32.0 // indirect
 	golang.org/x/text v0.14.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
 )
 
 replace github.com/switchboard-http/switchboard => ../
