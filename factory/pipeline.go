@@ -66,19 +66,25 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 		old = &pipeline{}
 	}
 
-	var bottom http.RoundTripper
-	if r.opts.Base != nil {
-		bottom = r.opts.Base
-	} else {
-		if cp.Component(ComponentTransport) == Unchanged || cp.Component(ComponentTransport) == Retuned {
-			p.base = old.base
+	var bottom http.RoundTripper = r.opts.Base
+	if r.opts.Base == nil {
+		var buildErr error
+		var retune func()
+		p.base, retune = take(cp.Component(ComponentTransport), old.base,
+			func() *base {
+				build, err := newTransport(sectionOf(name, in.defined), c.Transport, m.tls)
+				if err != nil {
+					buildErr = err
+					return nil
+				}
+				return newBase(build, c.Transport.MaxConnAge)
+			},
+			func(b *base) { b.maxAge.Store(int64(c.Transport.MaxConnAge)) })
+		if buildErr != nil {
+			return nil, nil, buildErr
 		}
-		if p.base == nil {
-			build, err := newTransport(sectionOf(name, in.defined), c.Transport, m.tls)
-			if err != nil {
-				return nil, nil, err
-			}
-			p.base = newBase(build, c.Transport.MaxConnAge)
+		if retune != nil {
+			retunes = append(retunes, retune)
 		}
 		bottom = p.base
 	}
@@ -98,7 +104,7 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	if own.FaultSeed != 0 {
 		h.FaultSeed = own.FaultSeed
 	}
-	retunes = r.components(p, old, cp, ev, h)
+	retunes = append(retunes, r.components(p, old, cp, ev, h)...)
 
 	// The layers, outermost first, as DESIGN.md's pipeline draws them. Every
 	// error that leaves the pipeline, code's own layers' included, is
@@ -136,63 +142,66 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	return p, retunes, nil
 }
 
-// components gives p its stateful components as cp plans them: old's when
-// kept, new ones when started or replaced, none when stopped or off. It
-// changes nothing of old's: a retuned component's new settings are in the
-// returned funcs, which the caller runs after the commit, so a reload that
-// fails later leaves every serving component as it was.
+// components gives p its stateful components as cp plans them, and the
+// plan alone: old's when kept (unchanged or retuned), new ones when started
+// or replaced, none when stopped or off. It changes nothing of old's: a
+// retuned component's new settings are in the returned funcs, which the
+// caller runs after the commit, so a reload that fails later leaves every
+// serving component as it was.
 func (r *Registry) components(p, old *pipeline, cp ClientPlan, ev *middleware.Events, h Hooks) (retunes []func()) {
 	c := p.in.cfg
-	keep := func(component string) bool {
-		ch := cp.Component(component)
-		return ch == Unchanged || ch == Retuned
+	add := func(f func()) {
+		if f != nil {
+			retunes = append(retunes, f)
+		}
 	}
-	retuned := func(component string) bool { return cp.Component(component) == Retuned }
-
-	if p.budget = old.budget; p.budget == nil || !keep(ComponentBudget) {
-		p.budget = middleware.NewBudget(c.Retry.Budget, middleware.BudgetOptions{})
-	} else if retuned(ComponentBudget) {
-		b, s := p.budget, c.Retry.Budget
-		retunes = append(retunes, func() { b.Update(s) })
-	}
-
-	if c.CircuitBreaker.Enabled {
-		if p.breaker = old.breaker; p.breaker == nil || !keep(ComponentBreaker) {
+	var f func()
+	p.budget, f = take(cp.Component(ComponentBudget), old.budget,
+		func() *middleware.Budget { return middleware.NewBudget(c.Retry.Budget, middleware.BudgetOptions{}) },
+		func(b *middleware.Budget) { b.Update(c.Retry.Budget) })
+	add(f)
+	p.breaker, f = take(cp.Component(ComponentBreaker), old.breaker,
+		func() *middleware.Breaker {
 			o := middleware.BreakerOptions{IsFailure: h.IsFailure, Events: ev}
-			if f := h.OnStateChange; f != nil {
+			if on := h.OnStateChange; on != nil {
 				name := p.name
-				o.OnStateChange = func(host string, from, to middleware.BreakerState) { f(name, host, from, to) }
+				o.OnStateChange = func(host string, from, to middleware.BreakerState) { on(name, host, from, to) }
 			}
-			p.breaker = middleware.NewBreaker(c.CircuitBreaker, o)
-		} else if retuned(ComponentBreaker) {
-			b, s := p.breaker, c.CircuitBreaker
-			retunes = append(retunes, func() { b.Update(s) })
-		}
-	}
-
-	if c.Bulkhead.MaxConcurrent > 0 {
-		if p.bulkhead = old.bulkhead; p.bulkhead == nil || !keep(ComponentBulkhead) {
-			p.bulkhead = middleware.NewBulkhead(c.Bulkhead, middleware.BulkheadOptions{Events: ev})
-		} else if retuned(ComponentBulkhead) {
-			b, s := p.bulkhead, c.Bulkhead
-			retunes = append(retunes, func() { b.Update(s) })
-		}
-	}
-
-	if p.base != nil && retuned(ComponentTransport) {
-		b, age := p.base, c.Transport.MaxConnAge
-		retunes = append(retunes, func() { b.maxAge.Store(int64(age)) })
-	}
-
-	if c.RateLimit.RequestsPerSecond > 0 {
-		if p.limiter = old.limiter; p.limiter == nil || !keep(ComponentRateLimit) {
-			p.limiter = middleware.NewRateLimit(c.RateLimit, middleware.RateLimitOptions{Events: ev})
-		} else if retuned(ComponentRateLimit) {
-			l, s := p.limiter, c.RateLimit
-			retunes = append(retunes, func() { l.Update(s) })
-		}
-	}
+			return middleware.NewBreaker(c.CircuitBreaker, o)
+		},
+		func(b *middleware.Breaker) { b.Update(c.CircuitBreaker) })
+	add(f)
+	p.bulkhead, f = take(cp.Component(ComponentBulkhead), old.bulkhead,
+		func() *middleware.Bulkhead {
+			return middleware.NewBulkhead(c.Bulkhead, middleware.BulkheadOptions{Events: ev})
+		},
+		func(b *middleware.Bulkhead) { b.Update(c.Bulkhead) })
+	add(f)
+	p.limiter, f = take(cp.Component(ComponentRateLimit), old.limiter,
+		func() *middleware.RateLimit {
+			return middleware.NewRateLimit(c.RateLimit, middleware.RateLimitOptions{Events: ev})
+		},
+		func(l *middleware.RateLimit) { l.Update(c.RateLimit) })
+	add(f)
 	return retunes
+}
+
+// take carries out one component's change: for unchanged, old; for
+// retuned, old and the func that applies the new settings to it; for
+// stopped and off, none; for started and replaced, a new one from start.
+// A kept component old lacks (its pipeline failed to build, which the plan
+// answers with started anyway) is started too.
+func take[T comparable](ch Change, old T, start func() T, retune func(T)) (T, func()) {
+	var none T
+	switch {
+	case ch == Stopped || ch == Off:
+		return none, nil
+	case ch == Unchanged && old != none:
+		return old, nil
+	case ch == Retuned && old != none:
+		return old, func() { retune(old) }
+	}
+	return start(), nil
 }
 
 // errTransport is the pipeline of a client whose build failed outside a
