@@ -31,8 +31,11 @@ import (
 // "502,503"), since key-value stores hold strings. The tree is checked like
 // the file: unknown keys, wrong types and bad values are *FieldErrors with
 // the full key path and SetBy "source <Name>", and Provenance records
-// Origin{Layer: LayerSource, Name: Name()}. A Read error fails the load,
-// which on a reload keeps the last good config serving.
+// Origin{Layer: LayerSource, Name: Name()}. A Read error fails the Load;
+// a factory.Registry reloading then serves the Source's last good snapshot
+// instead (and a Source whose content is invalid rejects the reload). A
+// tree must not change after Read returned it: the registry keeps it as
+// that snapshot.
 //
 // Name identifies the source in errors and provenance; it should be short
 // and stable ("consul", "etcd:/switchboard"). Read is called on every Load,

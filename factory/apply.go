@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/switchboard-http/switchboard/config"
@@ -16,15 +17,16 @@ import (
 // order:
 //
 //	Reload ─ load (every layer; a Source that fails keeps its last good snapshot)
-//	Apply ───┴─ transact: validate → prepare (resolve files, Plan) → build aside
+//	Apply ───┴─ attempt: validate → prepare (resolve files, Plan) → build aside
 //	            → commit (one atomic swap) → retune kept components → retire
 //	            replaced transports
-//	         └─ report (Status, log, event, OnReload)
+//	         └─ deliver (log, Observer, OnReload), outside every lock
 //
-// Reloads and Applies run one at a time (r.reloading); a Reload asked for
-// while one runs joins the one that starts after it (r.reloads), which
-// reads fresh inputs, so older inputs never serve after newer ones. Any
-// error before the commit leaves everything serving exactly as it was.
+// Attempts run one at a time (r.reloading); a Reload asked for while one
+// runs joins the one that starts after it (r.reloads), which reads fresh
+// inputs, so older inputs never serve after newer ones. Any error before
+// the commit leaves everything serving exactly as it was; nothing after the
+// commit can turn it into a rejection.
 
 // Apply validates cfg and, if it is valid, moves every client to it at once
 // as a new generation; a request in flight finishes on the pipeline it
@@ -34,30 +36,25 @@ import (
 // unreadable or invalid secret or TLS file, a hook that panics while its
 // client is built) nothing changes: no component is retuned, no transport
 // closed; the error (redacted) is logged, reported to OnReload, kept in
-// Status().LastError and returned. After Close it returns ErrClosed. It is
-// safe for concurrent use; Applies and reloads run one at a time.
+// Status().LastError and returned. After Close it returns ErrClosed and
+// reports nothing. It is safe for concurrent use; Applies and reloads run
+// one at a time.
 func (r *Registry) Apply(cfg config.Config) error {
-	r.reloading.Lock()
-	defer r.reloading.Unlock()
-	plans, err := r.transact(cfg)
-	if err == nil {
-		r.mu.Lock()
-		r.lastHash = cfg.InputHash
-		r.mu.Unlock()
-	}
-	return r.report(plans, err)
+	rep := r.attempt(func() (config.Config, error) { return cfg, nil }, false)
+	r.flush()
+	return rep.err
 }
 
 // Reload re-reads every layer now and applies the result as Apply does. A
 // load whose inputs hash the same as the last applied ones (config file,
 // Sources, env, flags, and the contents of every secret and TLS file the
 // config names) changes nothing and returns nil. A Source whose Read fails
-// keeps serving its last good snapshot (one WARN; Status().Sources marks it
-// stale), so the other layers' changes still apply. A Reload asked for
-// while another runs waits for it and then shares the next one, which
-// reads the inputs as they are then; it returns that reload's result.
-// After Close it returns ErrClosed; on a registry made by New, which has no
-// layers, ErrNoSource.
+// keeps serving its last good snapshot (one WARN per outage;
+// Status().Sources marks it stale), so the other layers' changes still
+// apply. A Reload asked for while another runs waits for it and then shares
+// the next one, which reads the inputs as they are then; it returns that
+// reload's result. After Close it returns ErrClosed; on a registry made by
+// New, which has no layers, ErrNoSource.
 func (r *Registry) Reload() error {
 	if r.isClosed() {
 		return ErrClosed
@@ -65,65 +62,13 @@ func (r *Registry) Reload() error {
 	if r.loader == nil {
 		return ErrNoSource
 	}
-	return r.reloads.do()
+	err := r.reloads.do()
+	r.flush()
+	return err
 }
 
-// reload is one Reload, run by r.reloads one at a time. The loader's,
-// the builds' and OnReload's panics are recovered where they happen; any
-// other (a panicking Observer or log handler, a bug) is recovered here and
-// recorded as the reload's error, so that watching goes on.
-func (r *Registry) reload() (err error) {
-	r.reloading.Lock()
-	defer r.reloading.Unlock()
-	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("reload panicked: %v", v)
-			r.mu.Lock()
-			r.lastErr = err
-			gen := r.gen.Load().num
-			r.mu.Unlock()
-			r.log.Error("config rejected; the last good config keeps serving",
-				"event", middleware.EventConfigRejected, "file", r.opts.File, "generation", gen, "error", err.Error())
-			r.callOnReload(ReloadEvent{Generation: gen, Err: err})
-		}
-	}()
-	if r.isClosed() {
-		return ErrClosed
-	}
-	cfg, err := r.load()
-	if err == nil {
-		r.mu.Lock()
-		// InputHash covers the contents of the secret and TLS files too, so
-		// a rotated token or certificate is never skipped as unchanged.
-		same := cfg.InputHash != "" && cfg.InputHash == r.lastHash
-		if same {
-			r.lastErr = nil // the inputs are back to the serving ones
-		}
-		r.mu.Unlock()
-		if same {
-			r.sources.commit()
-			r.log.Debug("config unchanged; reload skipped", "file", r.opts.File)
-			return nil
-		}
-	}
-	var plans []ClientPlan
-	if err == nil {
-		plans, err = r.transact(cfg)
-	}
-	if err == nil {
-		r.sources.commit()
-		r.mu.Lock()
-		r.lastHash = cfg.InputHash
-		w := r.watcher
-		r.mu.Unlock()
-		if w != nil {
-			if werr := w.SetFiles(cfg.Files); werr != nil {
-				r.log.Error("watching config files failed", "error", werr)
-			}
-		}
-	}
-	return r.report(plans, err)
-}
+// reload is one Reload, run by r.reloads one at a time.
+func (r *Registry) reload() error { return r.attempt(r.load, true).err }
 
 // load reads every layer, under the registry's context (which Close ends
 // for Sources that take one), turning a panic into an error.
@@ -134,6 +79,126 @@ func (r *Registry) load() (cfg config.Config, err error) {
 		}
 	}()
 	return r.loader.LoadContext(r.ctx)
+}
+
+// outcome is what one attempt did, for deliver.
+type outcome struct {
+	plans   []ClientPlan // sorted by name; nil unless applied
+	gen     uint64       // the generation serving after it
+	err     error        // why it was rejected (redacted); nil when applied or skipped
+	skipped bool         // the inputs hashed as the serving ones
+	quiet   bool         // ErrClosed: nothing to tell anyone
+	late    []string     // panics recovered after the commit, which stands
+}
+
+// attempt runs one reload (layered: from r.load, whose inputs may be
+// unchanged) or Apply, under r.reloading, and queues its outcome for
+// deliver before it lets the next attempt start, so outcomes are told in
+// the order the attempts ran. A panic before the commit rejects the
+// attempt; one after it (a log handler, a retune's OnStateChange) is
+// recorded and the commit stands.
+func (r *Registry) attempt(load func() (config.Config, error), layered bool) (out outcome) {
+	r.reloading.Lock()
+	defer r.reloading.Unlock()
+	committed := false
+	defer func() {
+		if v := recover(); v != nil {
+			if committed {
+				out.late = append(out.late, fmt.Sprint(v))
+			} else {
+				out = outcome{err: fmt.Errorf("reload panicked: %v", v)}
+			}
+		}
+		r.finish(&out)
+	}()
+	if r.isClosed() {
+		return outcome{err: ErrClosed, quiet: true}
+	}
+	cfg, err := load()
+	if err == nil && layered {
+		r.mu.Lock()
+		// InputHash covers the contents of the secret and TLS files too, so
+		// a rotated token or certificate is never skipped as unchanged.
+		same := cfg.InputHash != "" && cfg.InputHash == r.lastHash
+		r.mu.Unlock()
+		if same {
+			return outcome{skipped: true}
+		}
+	}
+	if err == nil {
+		err = cfg.Validate()
+	}
+	var (
+		old, g  *generation
+		plans   []ClientPlan
+		retunes []func()
+	)
+	if err == nil {
+		old, g, plans, retunes, err = r.commit(cfg, layered)
+	}
+	if err != nil {
+		if errors.Is(err, ErrClosed) || r.isClosed() { // Close came first: nothing to tell
+			return outcome{err: ErrClosed, quiet: true}
+		}
+		return outcome{err: err}
+	}
+	committed = true
+	out = outcome{plans: sortedPlans(plans), gen: g.num}
+
+	// After the commit: each step on its own, so that one that panics
+	// neither skips the others nor turns the commit into a rejection.
+	after := func(f func()) {
+		defer func() {
+			if v := recover(); v != nil {
+				out.late = append(out.late, fmt.Sprint(v))
+			}
+		}()
+		f()
+	}
+	if layered {
+		after(func() {
+			r.mu.Lock()
+			w := r.watcher
+			r.mu.Unlock()
+			if w != nil {
+				if werr := w.SetFiles(cfg.Files); werr != nil {
+					r.log.Error("watching config files failed", "error", werr)
+				}
+			}
+		})
+	}
+	// The kept components take their new settings now that the new
+	// generation serves (a breaker's retune may call OnStateChange).
+	for _, f := range retunes {
+		after(f)
+	}
+	after(func() { r.retire(old, g) })
+	for _, p := range g.pipes {
+		after(func() { r.warnInsecure(p) })
+	}
+	after(func() { r.warnHooks(cfg) })
+	return out
+}
+
+// finish records out in the registry (LastError; a skip also commits what
+// the Sources read, which is what serves) and queues it for deliver.
+// r.reloading held.
+func (r *Registry) finish(out *outcome) {
+	if out.quiet {
+		return
+	}
+	out.err = redactText(out.err)
+	r.mu.Lock()
+	switch {
+	case out.err != nil:
+		r.lastErr = out.err
+	case out.skipped:
+		r.lastErr = nil // the inputs are back to the serving ones
+		r.sources.commit()
+	}
+	out.gen = r.gen.Load().num
+	r.mu.Unlock()
+	r.told.push(*out)
 }
 
 // Plan returns what Apply(cfg) would do now, without doing it: the very
@@ -168,36 +233,14 @@ type txn struct {
 	plans  []ClientPlan
 }
 
-// transact validates cfg, plans, builds what the plan creates aside,
-// commits the new generation with one swap, then retunes and retires. It
-// returns the plans, sorted by name. r.reloading held.
-func (r *Registry) transact(cfg config.Config) ([]ClientPlan, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	old, g, plans, retunes, err := r.commit(cfg)
-	if err != nil {
-		return nil, err
-	}
-	// The kept components take their new settings once the new generation
-	// serves, outside r.mu: a breaker's retune may call OnStateChange,
-	// which may ask for Status.
-	for _, f := range retunes {
-		f()
-	}
-	r.retire(old, g)
-	for _, p := range g.pipes {
-		r.warnInsecure(p)
-	}
-	return sortedPlans(plans), nil
-}
-
 // commit plans cfg against the serving generation, builds aside what the
 // plan creates and, when all of it built, swaps the generation: the one
-// moment a reload changes what serves. It returns the generation it
+// moment a reload changes what serves. With it go the records of what
+// serves: the input hash, LastReload, a cleared LastError and, for a load
+// of the layers, the Sources' snapshots. It returns the generation it
 // replaced, the new one, the plans and the retunes still to run. On error
 // nothing serving was touched and what was built is discarded.
-func (r *Registry) commit(cfg config.Config) (old, g *generation, plans []ClientPlan, retunes []func(), err error) {
+func (r *Registry) commit(cfg config.Config, layered bool) (old, g *generation, plans []ClientPlan, retunes []func(), err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -233,8 +276,10 @@ func (r *Registry) commit(cfg config.Config) (old, g *generation, plans []Client
 	r.names = t.names
 	r.gen.Store(g)
 	r.publish(clients)
-	r.lastReload = time.Now()
-	r.warnHooks(cfg)
+	r.lastReload, r.lastErr, r.lastHash = time.Now(), nil, cfg.InputHash
+	if layered {
+		r.sources.commit()
+	}
 	return t.old, g, t.plans, retunes, nil
 }
 
@@ -288,15 +333,7 @@ func (r *Registry) prepare(cfg config.Config) (*txn, error) {
 // sortedPlans returns plans sorted by client name.
 func sortedPlans(plans []ClientPlan) []ClientPlan {
 	out := slices.Clone(plans)
-	slices.SortFunc(out, func(a, b ClientPlan) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b ClientPlan) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -346,50 +383,62 @@ func (r *Registry) warnInsecure(p *pipeline) {
 
 // warnHooks logs one WARN for each Options.ClientHooks name that cfg does
 // not define and no Get asked for, as Get does for a name it does not
-// know: a typo there would silently drop the hooks. r.mu held.
+// know: a typo there would silently drop the hooks.
 func (r *Registry) warnHooks(cfg config.Config) {
+	var typos []string
+	r.mu.Lock()
 	for name := range r.opts.ClientHooks {
 		if _, ok := cfg.Clients[name]; ok || r.warned["hooks:"+name] || slices.Contains(r.names, name) {
 			continue
 		}
 		r.warned["hooks:"+name] = true
+		typos = append(typos, name)
+	}
+	r.mu.Unlock()
+	slices.Sort(typos)
+	for _, name := range typos {
 		r.log.Warn("Options.ClientHooks names a client the config does not define; its hooks apply once it is defined or asked for with Get",
 			"client", name)
 	}
 }
 
-// report records the outcome of a reload attempt, logs it, emits its event
-// and calls OnReload. It returns err, redacted.
-func (r *Registry) report(plans []ClientPlan, err error) error {
-	err = redactText(err)
-	r.mu.Lock()
-	if !errors.Is(err, ErrClosed) {
-		r.lastErr = err
+// tell logs an attempt's outcome, emits its event and calls OnReload. It
+// runs with no lock held (see reportQueue), so a callback may call the
+// registry, Apply and Reload included.
+func (r *Registry) tell(out outcome) {
+	for _, v := range out.late {
+		r.log.Error("panic after a reload was applied; the reload stands", "generation", out.gen, "panic", v)
 	}
-	gen := r.gen.Load().num
-	r.mu.Unlock()
-
+	if out.skipped {
+		r.log.Debug("config unchanged; reload skipped", "event", middleware.EventConfigUnchanged, "file", r.opts.File, "generation", out.gen)
+		if r.opts.Observer != nil {
+			r.observe(middleware.Event{Name: middleware.EventConfigUnchanged})
+		}
+		return
+	}
 	var changed []string
-	for _, p := range plans {
+	for _, p := range out.plans {
 		if p.Action != ActionUnchanged {
 			changed = append(changed, p.Name)
 		}
 	}
 	ev := middleware.Event{Name: middleware.EventConfigReloaded}
-	if err != nil {
-		ev.Name, ev.Err = middleware.EventConfigRejected, err
+	if out.err != nil {
+		ev.Name, ev.Err = middleware.EventConfigRejected, out.err
 		r.log.Error("config rejected; the last good config keeps serving",
-			"event", ev.Name, "file", r.opts.File, "generation", gen, "error", err.Error())
+			"event", ev.Name, "file", r.opts.File, "generation", out.gen, "error", out.err.Error())
 	} else {
 		r.log.Info("config reloaded",
-			"event", ev.Name, "file", r.opts.File, "generation", gen, "changed", changed)
+			"event", ev.Name, "file", r.opts.File, "generation", out.gen, "changed", changed)
 	}
 	if r.opts.Observer != nil {
 		r.observe(ev)
 	}
-	r.callOnReload(ReloadEvent{Generation: gen, Err: err, Changed: changed, Plan: plans})
-	return err
+	r.callOnReload(ReloadEvent{Generation: out.gen, Err: out.err, Changed: changed, Plan: out.plans})
 }
+
+// flush tells every queued outcome, in order (see reportQueue).
+func (r *Registry) flush() { r.told.drain(r.tell) }
 
 // redactText returns err with any URL in its message redacted
 // (middleware.RedactText), keeping err reachable through Unwrap. Config

@@ -46,9 +46,10 @@
 // Open watches the file (and every config.Watchable in Options.Sources):
 // a change is debounced (at most Options.MaxDebounce under continuous
 // writes), re-read with every layer, validated and applied as one new
-// generation; anything wrong, a panic included, is rejected, logged at
-// ERROR, reported to OnReload and kept in Status().LastError, while the
-// last good generation keeps serving and watching goes on. A Source that
+// generation; anything wrong before the commit, a panic included, is
+// rejected, logged at ERROR, reported to OnReload and kept in
+// Status().LastError, while the last good generation keeps serving and
+// watching goes on. A Source that
 // cannot be read keeps its last good snapshot, shown stale in
 // Status().Sources. After Close every client fails with ErrClosed.
 package factory

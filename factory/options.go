@@ -28,9 +28,14 @@ type Options struct {
 	// Logger receives every log record and event; nil means slog.Default().
 	Logger *slog.Logger
 	// OnReload is called after every reload attempt, applied or rejected,
-	// on the goroutine that ran it. A panic in it is recovered and logged.
-	// A reload whose inputs hash the same as the serving ones changes
-	// nothing and is not reported: it was no attempt to change anything.
+	// in the order the attempts ran, with no lock of the registry held: it
+	// may call Status, Apply and Reload (not Close, which waits for the
+	// watcher goroutine that may be running it). It runs on the goroutine
+	// of the Apply or Reload that made the attempt, or of a concurrent one
+	// that was telling earlier outcomes. A panic in it is recovered and
+	// logged. A reload whose inputs hash the same as the serving ones
+	// changes nothing and is not reported here (the Observer gets
+	// config.unchanged): it was no attempt to change anything.
 	OnReload func(ReloadEvent)
 
 	// Debounce is the watcher's quiet time before a reload; 0 means 100ms.
@@ -73,7 +78,10 @@ type Options struct {
 // cannot express. The zero value adds nothing.
 type Hooks struct {
 	// Outer middleware wrap the whole pipeline and see each logical call once,
-	// outside the total timeout. The first is the outermost.
+	// outside the total timeout. The first is the outermost. Middleware are
+	// called to build a pipeline with the registry's lock held: a
+	// constructor must not call the Registry (the RoundTripper it returns
+	// may).
 	Outer []middleware.Middleware
 	// Attempt middleware see every attempt, just inside the attempt timeout.
 	// Every attempt is a clone of the caller's request (Request.Clone),
@@ -86,7 +94,9 @@ type Hooks struct {
 	// or status >= 500); see middleware.BreakerOptions.
 	IsFailure func(resp *http.Response, err error) bool
 	// OnStateChange is told of every breaker state change of the client,
-	// never with a lock held; host is "" for a breaker of scope client.
+	// never with a lock of the breaker held; host is "" for a breaker of
+	// scope client. A change caused by a reload's retune is told while that
+	// reload runs: then it must not call Apply, Reload or Close.
 	OnStateChange func(client, host string, from, to middleware.BreakerState)
 	// FaultSeed, when not 0, seeds the random source of the client's fault
 	// injection (the `fault` block), so that a test sees the very same

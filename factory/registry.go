@@ -45,6 +45,7 @@ type Registry struct {
 	// coalesces the Reloads asked for while one runs.
 	reloading sync.Mutex
 	reloads   coalescer
+	told      reportQueue // outcomes of attempts, told outside every lock
 
 	// gen is the serving generation; clients holds every handed-out client
 	// by name. Both are replaced, never changed, so readers need no lock.
@@ -104,7 +105,6 @@ func Open(ctx context.Context, o Options) (*Registry, error) {
 	}
 	r.loader, r.sources = l, sources
 	sources.open(r.log)
-	r.lastHash = cfg.InputHash
 	if !o.NoWatch && (o.File != "" || hasWatchable(o.Sources)) {
 		if err := r.startWatching(cfg.Files); err != nil {
 			r.Close()
@@ -161,10 +161,15 @@ func newRegistry(cfg config.Config, o Options) (*Registry, error) {
 	empty := map[string]*http.Client{}
 	r.clients.Store(&empty)
 	r.gen.Store(&generation{})
-	if _, err := r.transact(cfg); err != nil {
+	_, g, _, _, err := r.commit(cfg, false)
+	if err != nil {
 		r.cancel()
 		return nil, err
 	}
+	for _, p := range g.pipes {
+		r.warnInsecure(p)
+	}
+	r.warnHooks(cfg)
 	return r, nil
 }
 
@@ -203,6 +208,14 @@ func (r *Registry) Names() []string {
 // add creates the client of a name first seen by Get. On a closed
 // registry it builds nothing: the client fails with ErrClosed.
 func (r *Registry) add(name string) *http.Client {
+	// Records are logged once the lock is released: a log handler may call
+	// the registry.
+	var logs []func()
+	defer func() {
+		for _, f := range logs {
+			f()
+		}
+	}()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := (*r.clients.Load())[name]; ok {
@@ -212,7 +225,7 @@ func (r *Registry) add(name string) *http.Client {
 	cc, defined := g.cfg.Client(name)
 	if !defined && !r.warned[name] {
 		r.warned[name] = true
-		r.log.Warn("client not defined in config; it follows defaults", "client", name)
+		logs = append(logs, func() { r.log.Warn("client not defined in config; it follows defaults", "client", name) })
 	}
 	in := clientInput{cfg: cc, defined: defined}
 	var p *pipeline
@@ -229,10 +242,13 @@ func (r *Registry) add(name string) *http.Client {
 			return err
 		}()
 		if err != nil {
-			r.log.Error("building client failed; its requests fail until a reload fixes it", "client", name, "error", err)
+			logs = append(logs, func() {
+				r.log.Error("building client failed; its requests fail until a reload fixes it", "client", name, "error", err)
+			})
 			p = &pipeline{name: name, in: in, gen: g.num, rt: errTransport{err}}
 		} else {
-			r.warnInsecure(p)
+			built := p
+			logs = append(logs, func() { r.warnInsecure(built) })
 		}
 	}
 	ng := &generation{num: g.num, cfg: g.cfg, pipes: append(g.pipes[:len(g.pipes):len(g.pipes)], p)}
@@ -306,6 +322,12 @@ func (r *Registry) Close() error {
 	}
 	r.closed = true
 	r.cancel()
+	r.mu.Unlock()
+	// Let an attempt in progress end (a Source read that ignores the
+	// context included): nothing it does may follow Close.
+	r.reloading.Lock()
+	r.reloading.Unlock()
+	r.mu.Lock()
 	old := r.gen.Load()
 	shut := &generation{num: old.num, cfg: old.cfg, pipes: make([]*pipeline, len(old.pipes))}
 	for i, p := range old.pipes {

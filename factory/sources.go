@@ -59,12 +59,15 @@ func (s *sourceSet) open(log *slog.Logger) {
 	s.commit()
 }
 
-// commit records what each Source last returned as its good snapshot: the
-// load that read it was applied (or was the one serving already).
+// commit records what each Source last returned as its good snapshot, and
+// its state then as the state Status shows: the load that read it was
+// applied (or was the one serving already). A rejected load commits
+// nothing, so it changes nothing that Status shows but LastError.
 func (s *sourceSet) commit() {
 	for _, w := range s.list {
 		w.mu.Lock()
 		w.good, w.hasGood = w.read, true
+		w.stale, w.lastErr = w.readStale, w.readErr
 		w.mu.Unlock()
 	}
 }
@@ -92,9 +95,14 @@ type snapshotSource struct {
 	good     map[string]any // what the serving config was loaded from
 	hasGood  bool
 	fallback bool // after Open: a failed Read serves good
-	stale    bool
-	lastErr  string
-	log      *slog.Logger
+	// readStale and readErr are the state of the last load's read;
+	// commit makes them the shown stale and lastErr.
+	readStale bool
+	readErr   string
+	stale     bool
+	lastErr   string
+	outage    bool // a Read failed and none succeeded since: warned once
+	log       *slog.Logger
 }
 
 func (w *snapshotSource) Name() string { return w.src.Name() }
@@ -104,22 +112,29 @@ func (w *snapshotSource) Read() (map[string]any, error) {
 }
 
 // ReadContext reads the Source (with ctx, if it takes one). When that
-// fails after Open, it returns the last good snapshot, marks the Source
-// stale and logs one WARN naming it.
+// fails after Open, it returns the last good snapshot and marks the read
+// stale, logging one WARN naming the Source per outage. A read that ended
+// because ctx did (Close) is an error, not an outage.
 func (w *snapshotSource) ReadContext(ctx context.Context) (map[string]any, error) {
 	tree, err := config.ReadSource(ctx, w.src)
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if err == nil {
-		w.read, w.stale, w.lastErr = tree, false, ""
+		w.read, w.readStale, w.readErr, w.outage = tree, false, "", false
+		w.mu.Unlock()
 		return tree, nil
 	}
-	if !w.fallback || !w.hasGood {
+	if !w.fallback || !w.hasGood || ctx.Err() != nil {
+		w.mu.Unlock()
 		return nil, err
 	}
 	msg := redactText(err).Error()
-	w.read, w.stale, w.lastErr = w.good, true, msg
-	w.log.Warn("config source unreadable; its last good snapshot serves, the other layers' changes still apply",
-		"source", w.src.Name(), "error", msg)
-	return w.good, nil
+	first := !w.outage
+	w.read, w.readStale, w.readErr, w.outage = w.good, true, msg, true
+	good, log := w.good, w.log
+	w.mu.Unlock()
+	if first {
+		log.Warn("config source unreadable; its last good snapshot serves, the other layers' changes still apply",
+			"source", w.src.Name(), "error", msg)
+	}
+	return good, nil
 }

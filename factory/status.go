@@ -71,9 +71,9 @@ type ClientStatus struct {
 func (r *Registry) Status() Status {
 	r.mu.Lock()
 	s := Status{LastReload: r.lastReload, LastError: r.lastErr}
-	r.mu.Unlock()
+	g := r.gen.Load() // with LastReload and LastError: what they describe
 	s.Sources = r.sources.status()
-	g := r.gen.Load()
+	r.mu.Unlock()
 	s.Generation = g.num
 	s.Clients = make([]ClientStatus, 0, len(g.pipes))
 	for _, p := range g.pipes {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -244,7 +245,10 @@ func TestFileRewrittenEvery50msReloadsDuringTheWrites(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "clients.yaml")
 	atomicfile.Write(t, path, editYAML("w0"))
 	events := newReloads()
-	r, err := factory.Open(context.Background(), factory.Options{File: path, Logger: discard(), OnReload: events.on})
+	// A debounce of 300 ms: however late a loaded machine runs the 50 ms
+	// ticks, the writes never pause that long, so only the max wait (1 s)
+	// can reload during them.
+	r, err := factory.Open(context.Background(), factory.Options{File: path, Debounce: 300 * time.Millisecond, Logger: discard(), OnReload: events.on})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,8 +421,21 @@ func TestPlanIsWhatApplyReports(t *testing.T) {
 	if got := did[1].Component(factory.ComponentBreaker); got != factory.Replaced {
 		t.Fatalf("b's breaker after a scope change: got %s, want replaced", got)
 	}
-	if got := statusOf(r.Status(), "a").BulkheadLimit; got != 1 {
-		t.Fatalf("a's bulkhead limit after the retune: got %d, want 1", got)
+	// What the plan calls retuned really took the new settings, in place.
+	a := statusOf(r.Status(), "a")
+	if a.BulkheadLimit != 1 {
+		t.Errorf("a's bulkhead limit after the retune: got %d, want 1", a.BulkheadLimit)
+	}
+	if a.LimiterTokens == nil || *a.LimiterTokens > 1 {
+		t.Errorf("a's limiter tokens after the retune to burst 1: got %v, want at most 1", a.LimiterTokens)
+	}
+	if a.BudgetBalance > 20 {
+		t.Errorf("a's budget balance after the retune to min_per_second 1: got %v, want at most 20", a.BudgetBalance)
+	}
+	srv := newServer(t, status(500))
+	getErr(r.Get("a"), srv.URL)
+	if st := statusOf(r.Status(), "a").Breaker[""]; st != "open" {
+		t.Errorf("a's breaker after one failure with the retuned threshold 1: got %q, want open", st)
 	}
 }
 
@@ -473,5 +490,260 @@ func TestHandlerShowsStaleSources(t *testing.T) {
 	if len(doc.Sources) != 1 || doc.Sources[0].Name != "mem" || !doc.Sources[0].Stale ||
 		!strings.Contains(doc.Sources[0].LastError, "connection refused") {
 		t.Fatalf("sources in the status JSON: got %+v, want mem stale with its error", doc.Sources)
+	}
+}
+
+// A rejected reload changes nothing in Status but LastError, the Sources'
+// state included: during an outage, a bad file edit leaves the Source shown
+// as it was, and a Source that answers again while the file is still bad
+// is not shown fresh (its snapshot still serves).
+func TestRejectedReloadLeavesSourcesStatusAlone(t *testing.T) {
+	src := &memSource{name: "mem", tree: sourceEdit("s1")}
+	path := filepath.Join(t.TempDir(), "clients.yaml")
+	atomicfile.Write(t, path, editYAML("f1"))
+	r, err := factory.Open(context.Background(), factory.Options{File: path, Sources: []config.Source{src}, NoWatch: true, Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+
+	src.set(nil, errors.New("connection refused"), "")
+	atomicfile.Write(t, path, "clients: {billing: {retry: {max_retries: -1}}}\n")
+	if err := r.Reload(); err == nil {
+		t.Fatal("Reload of a bad file: got nil, want an error")
+	}
+	if s := r.Status().Sources; len(s) != 1 || s[0].Stale {
+		t.Fatalf("Sources after a rejected reload during an outage: got %+v, want unchanged (fresh)", s)
+	}
+	atomicfile.Write(t, path, editYAML("f2"))
+	if err := r.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.Status().Sources; len(s) != 1 || !s[0].Stale {
+		t.Fatalf("Sources after an applied reload during the outage: got %+v, want stale", s)
+	}
+	src.set(sourceEdit("s2"), nil, "")
+	atomicfile.Write(t, path, "clients: {billing: {retry: {max_retries: -1}}}\n")
+	if err := r.Reload(); err == nil {
+		t.Fatal("Reload of a bad file: got nil, want an error")
+	}
+	if s := r.Status().Sources; len(s) != 1 || !s[0].Stale {
+		t.Fatalf("Sources after a rejected reload once the source answered: got %+v, want still stale (its snapshot serves)", s)
+	}
+}
+
+// Callbacks run with no lock of the registry held: an OnReload that asks
+// for Status, Applies or Reloads again (a retry-on-rejection pattern) must
+// not deadlock.
+func TestOnReloadMayCallTheRegistry(t *testing.T) {
+	src := &memSource{name: "mem", tree: sourceEdit("s1")}
+	var r *factory.Registry
+	calls := make(chan factory.ReloadEvent, 10)
+	var once sync.Once
+	onReload := func(e factory.ReloadEvent) {
+		calls <- e
+		_ = r.Status()
+		once.Do(func() {
+			if err := r.Reload(); err != nil {
+				t.Errorf("Reload from OnReload: %v", err)
+			}
+		})
+	}
+	var err error
+	r, err = factory.Open(context.Background(), factory.Options{Sources: []config.Source{src}, NoWatch: true, Logger: discard(), OnReload: onReload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	src.set(sourceEdit("s2"), nil, "")
+	done := make(chan error, 1)
+	go func() { done <- r.Reload() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(reloadDeadline):
+		t.Fatal("Reload with an OnReload that calls Reload: deadlocked")
+	}
+	if e := <-calls; e.Err != nil || e.Generation != 2 {
+		t.Fatalf("OnReload: got %+v, want generation 2 applied", e)
+	}
+}
+
+// Close during a reload blocked in a Source's read: the read ends (a
+// ContextSource sees its context cancelled) or is waited for, the reload
+// returns ErrClosed, and nothing is logged or reported as a rejection or
+// an outage.
+func TestCloseDuringAReloadIsQuiet(t *testing.T) {
+	for _, ctxAware := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ContextSource=%v", ctxAware), func(t *testing.T) {
+			gs := &gatedCtxSource{gatedSource: gatedSource{tree: sourceEdit("s1")}, ctxAware: ctxAware}
+			log, logs := logcapture.New()
+			events := newReloads()
+			r, err := factory.Open(context.Background(), factory.Options{Sources: []config.Source{gs}, NoWatch: true, Logger: log, OnReload: events.on})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gate, entered := make(chan struct{}), make(chan struct{})
+			gs.mu.Lock()
+			gs.tree, gs.gate, gs.entered = sourceEdit("s2"), gate, entered
+			gs.mu.Unlock()
+			reloaded := make(chan error, 1)
+			go func() { reloaded <- r.Reload() }()
+			<-entered
+			closed := make(chan error, 1)
+			go func() { closed <- r.Close() }()
+			if !ctxAware {
+				close(gate) // a plain Source is waited for
+			}
+			if err := <-closed; err != nil {
+				t.Fatal(err)
+			}
+			if err := <-reloaded; !errors.Is(err, factory.ErrClosed) {
+				t.Fatalf("Reload cut by Close: got %v, want ErrClosed", err)
+			}
+			if ctxAware {
+				close(gate)
+			}
+			if n := len(events); n != 0 {
+				t.Fatalf("OnReload calls: got %d, want 0", n)
+			}
+			for _, rec := range logs.Records(t, "") {
+				if rec["level"] == "ERROR" || rec["level"] == "WARN" {
+					t.Fatalf("logged at %v during Close: %v", rec["level"], rec["msg"])
+				}
+			}
+			if s := r.Status().Sources; len(s) != 1 || s[0].Stale {
+				t.Fatalf("Sources after Close: got %+v, want not stale", s)
+			}
+		})
+	}
+}
+
+// gatedCtxSource is a gatedSource that, with ctxAware, is a
+// config.ContextSource whose held read also ends with its context.
+type gatedCtxSource struct {
+	gatedSource
+	ctxAware bool
+}
+
+func (s *gatedCtxSource) ReadContext(ctx context.Context) (map[string]any, error) {
+	if !s.ctxAware {
+		return s.Read()
+	}
+	s.mu.Lock()
+	tree, gate, entered := s.tree, s.gate, s.entered
+	s.gate = nil
+	s.mu.Unlock()
+	if gate != nil {
+		close(entered)
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return tree, nil
+}
+
+// Source notifications that never pause for the debounce still reload at
+// least once per Options.MaxDebounce.
+func TestSourceNotificationsReloadWithinMaxDebounce(t *testing.T) {
+	src := &memSource{name: "mem", tree: sourceEdit("n0")}
+	events := newReloads()
+	r, err := factory.Open(context.Background(), factory.Options{
+		Sources: []config.Source{src}, Debounce: 300 * time.Millisecond, MaxDebounce: 500 * time.Millisecond,
+		Logger: discard(), OnReload: events.on,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	end := time.Now().Add(2 * time.Second)
+	applied := 0
+	for i := 1; time.Now().Before(end); i++ {
+		<-tick.C
+		src.set(sourceEdit(fmt.Sprintf("n%d", i)), nil, "")
+		for len(events) > 0 {
+			if e := <-events; e.Err == nil {
+				applied++
+			}
+		}
+	}
+	if applied < 2 {
+		t.Fatalf("reloads applied during 2 s of notifications every 50 ms with MaxDebounce 500ms: got %d, want at least 2", applied)
+	}
+}
+
+// An unreadable Source logs one WARN per outage, not one per reload.
+func TestSourceOutageWarnsOnce(t *testing.T) {
+	src := &memSource{name: "mem", tree: sourceEdit("s1")}
+	log, logs := logcapture.New()
+	r, err := factory.Open(context.Background(), factory.Options{Sources: []config.Source{src}, NoWatch: true, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	src.set(nil, errors.New("connection refused"), "")
+	for range 5 {
+		if err := r.Reload(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const msg = "config source unreadable; its last good snapshot serves, the other layers' changes still apply"
+	if n := len(logs.Records(t, msg)); n != 1 {
+		t.Fatalf("WARNs over five reloads of one outage: got %d, want 1", n)
+	}
+	src.set(sourceEdit("s2"), nil, "")
+	if err := r.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	src.set(nil, errors.New("connection refused"), "")
+	if err := r.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(logs.Records(t, msg)); n != 2 {
+		t.Fatalf("WARNs after a second outage: got %d, want 2", n)
+	}
+}
+
+// panickyHandler is a slog handler that panics on records whose message
+// contains trigger, and drops the rest.
+type panickyHandler struct{ trigger string }
+
+func (h panickyHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h panickyHandler) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.trigger) {
+		panic("log handler exploded")
+	}
+	return nil
+}
+func (h panickyHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h panickyHandler) WithGroup(string) slog.Handler      { return h }
+
+// Nothing after the commit can turn it into a rejection: a log handler
+// that panics on the WARN an applied config logs leaves the reload
+// applied, reported as applied, with LastError clear.
+func TestPanicAfterTheCommitLeavesTheReloadApplied(t *testing.T) {
+	events := newReloads()
+	r, err := factory.New(config.Config{Defaults: config.Default(), Clients: map[string]config.ClientConfig{"a": config.Default()}},
+		factory.Options{Logger: slog.New(panickyHandler{trigger: "insecure_skip_verify"}), OnReload: events.on})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	insecure := config.Default()
+	insecure.TLS.InsecureSkipVerify = true
+	if err := r.Apply(config.Config{Defaults: config.Default(), Clients: map[string]config.ClientConfig{"a": insecure}}); err != nil {
+		t.Fatalf("Apply whose WARN panics in the log handler: got %v, want nil (the commit stands)", err)
+	}
+	if e := <-events; e.Err != nil || e.Generation != 2 {
+		t.Fatalf("OnReload: got %+v, want generation 2 applied", e)
+	}
+	if st := r.Status(); st.Generation != 2 || st.LastError != nil || !clientStatus(t, r, "a").Config.TLS.InsecureSkipVerify {
+		t.Fatalf("Status: generation %d, LastError %v; want 2, nil and the new config", st.Generation, st.LastError)
 	}
 }

@@ -23,6 +23,7 @@ const (
 	EventConfigReloaded       = "config.reloaded"
 	EventConfigRejected       = "config.rejected"
 	EventFaultInjected        = "fault.injected"
+	EventConfigUnchanged      = "config.unchanged"
 )
 
 // Event is one thing that happened in a pipeline, as handed to an Observer.
