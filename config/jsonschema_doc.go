@@ -43,10 +43,11 @@ var keyDocs = map[string]string{
 	"retry.budget.ttl":            "How long a first attempt counts towards the budget. 0 = budget off (every retry allowed).",
 
 	"circuit_breaker.enabled":                "Switch the circuit breaker on.",
-	"circuit_breaker.mode":                   "consecutive: open after failure_threshold failures in a row; rate: open when the failure rate over window reaches failure_rate_threshold.",
+	"circuit_breaker.mode":                   "consecutive: open after failure_threshold failures in a row; rate: open when the failure rate over window reaches failure_rate_threshold; adaptive: never open, reject each call locally with probability max(0, (requests - adaptive_k*accepts)/(requests + 1)) over window (Google SRE client-side throttling).",
+	"circuit_breaker.adaptive_k":             "K of adaptive mode: the backend may reject up to 1 - 1/K of the calls before the client throttles. >= 1.",
 	"circuit_breaker.failure_threshold":      "Failures in a row that open the breaker (consecutive mode).",
 	"circuit_breaker.failure_rate_threshold": "Failure share that opens the breaker (rate mode).",
-	"circuit_breaker.window":                 "Rolling window of the failure rate (rate mode); must be > 0.",
+	"circuit_breaker.window":                 "Rolling window of the failure rate (rate mode) and of the counts (adaptive mode); must be > 0.",
 	"circuit_breaker.minimum_calls":          "Outcomes the window needs before the rate counts (rate mode).",
 	"circuit_breaker.cooldown":               "How long an open breaker rejects calls before it admits probes.",
 	"circuit_breaker.half_open_max_requests": "Probes a half-open breaker admits at once.",

@@ -234,7 +234,10 @@ func validateRetry(v *validator, r middleware.RetrySettings, timeout time.Durati
 }
 
 func validateBreaker(v *validator, b middleware.BreakerSettings, strict bool) {
-	v.oneOf("circuit_breaker.mode", string(b.Mode), string(middleware.BreakerConsecutive), string(middleware.BreakerRate))
+	v.oneOf("circuit_breaker.mode", string(b.Mode), string(middleware.BreakerConsecutive), string(middleware.BreakerRate), string(middleware.BreakerAdaptive))
+	if (strict || b.AdaptiveK != 0) && !(b.AdaptiveK >= 1) {
+		v.fail("circuit_breaker.adaptive_k", "must be >= 1, got %v", b.AdaptiveK)
+	}
 	// atLeast checks a count that must be >= 1, or 0 for "the default" when
 	// not strict.
 	atLeast := func(key string, n int) {

@@ -96,7 +96,7 @@ func TestValidateRules(t *testing.T) {
 		{"max_buffered_body", func(c *config.ClientConfig) { c.Retry.MaxBufferedBody = -1 }, "defaults.retry.max_buffered_body: must be >= 0, got -1"},
 		{"budget ratio", func(c *config.ClientConfig) { c.Retry.Budget.Ratio = -0.1 }, "defaults.retry.budget.ratio: must be >= 0, got -0.1"},
 		{"budget min_per_second", func(c *config.ClientConfig) { c.Retry.Budget.MinPerSecond = -1 }, "defaults.retry.budget.min_per_second: must be >= 0, got -1"},
-		{"breaker mode", func(c *config.ClientConfig) { c.CircuitBreaker.Mode = "sometimes" }, `defaults.circuit_breaker.mode: must be one of consecutive, rate, got "sometimes"`},
+		{"breaker mode", func(c *config.ClientConfig) { c.CircuitBreaker.Mode = "sometimes" }, `defaults.circuit_breaker.mode: must be one of consecutive, rate, adaptive, got "sometimes"`},
 		{"rate threshold 1 is fine", func(c *config.ClientConfig) { c.CircuitBreaker.FailureRateThreshold = 1 }, ""},
 		{"minimum_calls", func(c *config.ClientConfig) { c.CircuitBreaker.MinimumCalls = -1 }, "defaults.circuit_breaker.minimum_calls: must be >= 1, got -1"},
 		{"minimum_calls 0 in code is the default", func(c *config.ClientConfig) { c.CircuitBreaker.MinimumCalls = 0 }, ""},

@@ -2,8 +2,10 @@ package factory_test
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/factory"
@@ -110,5 +112,55 @@ func TestFaultValidation(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("got %v, want an error containing %q", err, tt.want)
 		}
+	}
+}
+
+// Adaptive throttling from the file: a backend that fails drives the
+// rejection probability up, which Status reports; throttled calls carry
+// ErrCircuitOpen and never reach the network; a reload back to a mode
+// without throttling takes effect on the next call.
+func TestAdaptiveThrottlingFromTheFile(t *testing.T) {
+	srv := newServer(t, status(503))
+	c := config.Default()
+	c.Retry.MaxRetries = 0
+	c.CircuitBreaker.Enabled = true
+	c.CircuitBreaker.Mode = middleware.BreakerAdaptive
+	c.CircuitBreaker.AdaptiveK = 2
+	c.CircuitBreaker.Window = time.Minute
+	cfg := config.Config{Defaults: config.Default(), Clients: map[string]config.ClientConfig{"billing": c}}
+	r, err := factory.New(cfg, factory.Options{Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	client := r.Get("billing")
+	throttled := 0
+	for range 200 {
+		if err := getErr(client, srv.URL); errors.Is(err, middleware.ErrCircuitOpen) {
+			throttled++
+		}
+	}
+	sent := int(srv.hits.Load())
+	if throttled == 0 || sent+throttled != 200 {
+		t.Fatalf("200 calls to a failing backend: %d throttled, %d sent; want some throttled and the rest sent", throttled, sent)
+	}
+	p := clientStatus(t, r, "billing").BreakerRejectProbability[""]
+	if want := float64(200) / 201; math.Abs(p-want) > 1e-9 { // 200 requests, 0 accepts
+		t.Fatalf("Status rejection probability: got %v, want %v", p, want)
+	}
+
+	c.CircuitBreaker.Mode = middleware.BreakerConsecutive
+	c.CircuitBreaker.FailureThreshold = 1000
+	cfg.Clients = map[string]config.ClientConfig{"billing": c}
+	if err := r.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		if err := getErr(client, srv.URL); err != nil {
+			t.Fatalf("after switching adaptive off: %v, want the call sent", err)
+		}
+	}
+	if clientStatus(t, r, "billing").BreakerRejectProbability != nil {
+		t.Fatal("Status still reports a rejection probability after switching adaptive off")
 	}
 }

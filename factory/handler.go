@@ -68,17 +68,18 @@ type statusDoc struct {
 // clientDoc is the JSON form of ClientStatus, with non-finite numbers as
 // null and, in Handler, the effective config.
 type clientDoc struct {
-	Name          string            `json:"name"`
-	Defined       bool              `json:"defined"`
-	ConfigHash    string            `json:"config_hash"`
-	Generation    uint64            `json:"generation"`
-	BudgetBalance *float64          `json:"budget_balance"`
-	Breaker       map[string]string `json:"breaker,omitempty"`
-	BulkheadInUse int               `json:"bulkhead_in_use"`
-	BulkheadLimit int               `json:"bulkhead_limit"`
-	LimiterTokens *float64          `json:"limiter_tokens,omitempty"`
-	Fault         any               `json:"fault,omitempty"`
-	Config        map[string]any    `json:"config,omitempty"`
+	Name          string             `json:"name"`
+	Defined       bool               `json:"defined"`
+	ConfigHash    string             `json:"config_hash"`
+	Generation    uint64             `json:"generation"`
+	BudgetBalance *float64           `json:"budget_balance"`
+	Breaker       map[string]string  `json:"breaker,omitempty"`
+	RejectP       map[string]float64 `json:"breaker_reject_probability,omitempty"`
+	BulkheadInUse int                `json:"bulkhead_in_use"`
+	BulkheadLimit int                `json:"bulkhead_limit"`
+	LimiterTokens *float64           `json:"limiter_tokens,omitempty"`
+	Fault         any                `json:"fault,omitempty"`
+	Config        map[string]any     `json:"config,omitempty"`
 }
 
 func statusDocOf(s Status) statusDoc {
@@ -95,7 +96,7 @@ func statusDocOf(s Status) statusDoc {
 func clientDocOf(c ClientStatus) clientDoc {
 	return clientDoc{
 		Name: c.Name, Defined: c.Defined, ConfigHash: c.ConfigHash, Generation: c.Generation,
-		BudgetBalance: finite(c.BudgetBalance), Breaker: c.Breaker,
+		BudgetBalance: finite(c.BudgetBalance), Breaker: c.Breaker, RejectP: c.BreakerRejectProbability,
 		BulkheadInUse: c.BulkheadInUse, BulkheadLimit: c.BulkheadLimit,
 		LimiterTokens: c.LimiterTokens,
 	}

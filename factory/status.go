@@ -53,6 +53,10 @@ type ClientStatus struct {
 	// "half_open"): the key is "" for scope client, the URL host for scope
 	// host. Nil when the breaker is off.
 	Breaker map[string]string `json:"breaker,omitempty"`
+	// BreakerRejectProbability maps each breaker, keyed as Breaker, to the
+	// probability that its next call is rejected locally, in mode adaptive
+	// (client-side throttling); nil in the other modes.
+	BreakerRejectProbability map[string]float64 `json:"breaker_reject_probability,omitempty"`
 	// BulkheadInUse and BulkheadLimit are the bulkhead's slots in use and
 	// its size; both 0 when it is off.
 	BulkheadInUse int `json:"bulkhead_in_use"`
@@ -86,6 +90,9 @@ func (r *Registry) Status() Status {
 			cs.Breaker = make(map[string]string, len(states))
 			for host, st := range states {
 				cs.Breaker[host] = st.String()
+			}
+			if p.in.cfg.CircuitBreaker.Mode == middleware.BreakerAdaptive {
+				cs.BreakerRejectProbability = p.breaker.Probabilities()
 			}
 		}
 		if p.bulkhead != nil {

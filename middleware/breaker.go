@@ -3,6 +3,7 @@ package middleware
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -77,6 +78,10 @@ type BreakerOptions struct {
 	// call, and the opened event already says so at WARN; an Observer sees
 	// them all). Nil emits nothing.
 	Events *Events
+	// Rand returns a random value in [0, 1) for adaptive mode's draws;
+	// nil means math/rand/v2's Float64. It is called with the breaker's
+	// lock held and must not call the Breaker.
+	Rand func() float64
 	// MaxHosts bounds how many hosts a breaker of scope host tracks. Zero
 	// (or less) means DefaultBreakerMaxHosts. A new host that finds the
 	// bound reached makes the breaker forget the least recently used closed
@@ -109,6 +114,19 @@ func IsBreakerFailure(resp *http.Response, err error) bool {
 // as open); SuccessThreshold probe successes close it and one probe failure
 // opens it again for a new Cooldown.
 //
+// In adaptive mode (client-side throttling, from the Google SRE book's
+// "Handling Overload") the breaker never opens: it counts, over the rolling
+// Window, the calls attempted (requests) and those the backend accepted (not
+// a failure), and rejects each new call locally with probability
+// max(0, (requests − AdaptiveK·accepts) / (requests + 1)). A rejected call
+// counts as a request that was not accepted, so throttling sheds load
+// smoothly while the backend is overloaded and eases as its successes come
+// back; a few calls always go through and act as probes. Rejections carry
+// ErrCircuitOpen (a *CircuitOpenError with RetryIn 0), emit
+// EventCircuitRejected with the probability in Reason, and Probabilities
+// reports the current probability. The other settings but Window, Scope
+// and AdaptiveK do not apply.
+//
 // One logical call is one outcome: the layer sits outside retry. A failure
 // is what BreakerOptions.IsFailure says, by default a transport error or a
 // status >= 500. Local back-pressure is not a backend failure: a call that
@@ -140,6 +158,7 @@ func IsBreakerFailure(resp *http.Response, err error) bool {
 type Breaker struct {
 	isFailure func(*http.Response, error) bool
 	onChange  func(host string, from, to BreakerState)
+	rand      func() float64
 	ev        *Events
 	maxHosts  int
 
@@ -168,6 +187,10 @@ func NewBreaker(s BreakerSettings, o BreakerOptions) *Breaker {
 		onChange:  o.OnStateChange,
 		ev:        o.Events,
 		maxHosts:  o.MaxHosts,
+		rand:      o.Rand,
+	}
+	if b.rand == nil {
+		b.rand = rand.Float64
 	}
 	if b.isFailure == nil {
 		b.isFailure = IsBreakerFailure
@@ -252,6 +275,26 @@ func (b *Breaker) State() BreakerState {
 		}
 	}
 	return worst
+}
+
+// Probabilities returns, keyed as States, the probability that a call is
+// rejected now: in adaptive mode the SRE book's throttling probability over
+// the window; in the other modes 1 while open and 0 otherwise (a half-open
+// breaker admits its probes). It changes nothing and is safe for
+// concurrent use.
+func (b *Breaker) Probabilities() map[string]float64 {
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cf := b.conf.Load()
+	if !cf.scopeHost {
+		return map[string]float64{"": b.client.probability(now, cf)}
+	}
+	out := make(map[string]float64, len(b.hosts.m))
+	for host, c := range b.hosts.m {
+		out[host] = c.probability(now, cf)
+	}
+	return out
 }
 
 // States returns a snapshot of the state of each host the breaker tracks

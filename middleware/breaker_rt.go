@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -85,11 +86,18 @@ func (b *Breaker) admit(req *http.Request, cf *breakerConf) (*circuit, ticket, *
 	// A closed circuit decides without the time. The clock is read only
 	// when the decision needs it: time.Now costs from 20ns to over 100ns
 	// on some virtual machines, more than the rest of this path.
-	var now time.Time
-	if c.state != BreakerClosed {
+	var (
+		now  time.Time
+		draw float64
+	)
+	if c.state != BreakerClosed || cf.adaptive {
 		now = time.Now()
 	}
-	tk, retryIn, ok, tr := c.allow(now, cf)
+	var p float64 // adaptive mode's rejection probability, for the event
+	if cf.adaptive {
+		draw, p = b.rand(), c.probability(now, cf)
+	}
+	tk, retryIn, ok, tr := c.allow(now, cf, draw)
 	if tr.changed() {
 		c.publish(cf)
 		if c != &b.client {
@@ -102,7 +110,7 @@ func (b *Breaker) admit(req *http.Request, cf *breakerConf) (*circuit, ticket, *
 		b.deliver()
 	}
 	if !ok {
-		b.rejected(req, c.host, retryIn)
+		b.rejected(req, c.host, retryIn, p)
 		return nil, ticket{}, &CircuitOpenError{Host: c.host, RetryIn: retryIn}
 	}
 	return c, tk, nil
@@ -119,7 +127,7 @@ func (b *Breaker) settle(req *http.Request, c *circuit, tk ticket, out outcome, 
 	// Only a failure (which may open the circuit) and rate counting need the
 	// time; read the clock before taking the lock when the settings say so.
 	var now time.Time
-	if out == outcomeFailure || b.conf.Load().rate {
+	if cf := b.conf.Load(); out == outcomeFailure || cf.rate || cf.adaptive {
 		now = time.Now()
 	}
 	b.mu.Lock()
@@ -128,8 +136,8 @@ func (b *Breaker) settle(req *http.Request, c *circuit, tk ticket, out outcome, 
 		return
 	}
 	cf := b.conf.Load()
-	if now.IsZero() && cf.rate {
-		now = time.Now() // switched to rate mode meanwhile
+	if now.IsZero() && (cf.rate || cf.adaptive) {
+		now = time.Now() // switched to a counting mode meanwhile
 	}
 	tr := c.record(now, cf, tk, out)
 	c.publish(cf)
@@ -173,19 +181,24 @@ func isLocalRejection(err error) bool {
 	return errors.Is(err, ErrBulkheadFull) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrCircuitOpen)
 }
 
-// rejected emits EventCircuitRejected for req.
-func (b *Breaker) rejected(req *http.Request, host string, retryIn time.Duration) {
+// rejected emits EventCircuitRejected for req; p is adaptive mode's
+// rejection probability (0 in the other modes), given in Reason.
+func (b *Breaker) rejected(req *http.Request, host string, retryIn time.Duration, p float64) {
 	ctx := req.Context()
 	if !b.ev.on(ctx, slog.LevelDebug) {
 		return
 	}
-	b.ev.Emit(ctx, slog.LevelDebug, Event{
+	e := Event{
 		Name:   EventCircuitRejected,
 		Method: req.Method,
 		URL:    RedactURL(req.URL),
 		Host:   host,
 		Delay:  retryIn,
-	})
+	}
+	if p > 0 {
+		e.Reason = "adaptive throttling: rejection probability " + strconv.FormatFloat(p, 'f', 3, 64)
+	}
+	b.ev.Emit(ctx, slog.LevelDebug, e)
 }
 
 // pendingTransition is a state change waiting to be reported, with what

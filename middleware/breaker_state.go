@@ -38,7 +38,9 @@ func (s BreakerState) String() string {
 // built: Update swaps in a new one.
 type breakerConf struct {
 	enabled          bool
-	rate             bool // mode rate; false is consecutive
+	rate             bool // mode rate
+	adaptive         bool // mode adaptive; neither is consecutive
+	k                float64
 	scopeHost        bool
 	failureThreshold int
 	rateThreshold    float64
@@ -54,6 +56,8 @@ func newBreakerConf(s BreakerSettings) *breakerConf {
 	c := &breakerConf{
 		enabled:          s.Enabled,
 		rate:             s.Mode == BreakerRate,
+		adaptive:         s.Mode == BreakerAdaptive,
+		k:                s.AdaptiveK,
 		scopeHost:        s.Scope == ScopeHost,
 		failureThreshold: s.FailureThreshold,
 		rateThreshold:    s.FailureRateThreshold,
@@ -71,6 +75,9 @@ func newBreakerConf(s BreakerSettings) *breakerConf {
 	}
 	if c.window <= 0 {
 		c.window = DefaultBreakerWindow
+	}
+	if !(c.k >= 1) { // also catches NaN
+		c.k = DefaultAdaptiveK
 	}
 	c.width = max(c.window/windowBuckets, 1)
 	if c.minimumCalls < 1 {
@@ -128,7 +135,7 @@ type circuit struct {
 	state     BreakerState
 	gen       uint64        // bumped at every state change and reset
 	failures  int           // closed, consecutive mode: failures in a row
-	window    rollingWindow // closed, rate mode
+	window    rollingWindow // closed, rate mode; adaptive mode (requests, and failures as not accepted)
 	probeAt   time.Time     // open: when the cooldown ends
 	probes    int           // half-open: probes in flight
 	successes int           // half-open: probe successes so far
@@ -147,15 +154,18 @@ type circuit struct {
 	evicted    bool // dropped from the table: outcomes are ignored
 }
 
-// allow decides whether a call may go ahead at now. An admitted call gets a
-// ticket for record; a rejected one gets the time until the next probe (zero
+// allow decides whether a call may go ahead at now; draw is a random value
+// in [0, 1) for adaptive mode. An admitted call gets a ticket for record; a rejected one gets the time until the next probe (zero
 // when the breaker is half-open with every probe slot taken). An open
 // circuit whose cooldown has ended moves to half-open here, reported in tr.
 // A closed circuit does not read now; the caller may pass the zero time.
-func (c *circuit) allow(now time.Time, cf *breakerConf) (tk ticket, retryIn time.Duration, ok bool, tr transition) {
+func (c *circuit) allow(now time.Time, cf *breakerConf, draw float64) (tk ticket, retryIn time.Duration, ok bool, tr transition) {
 	tr = transition{from: c.state, to: c.state}
 	switch c.state {
 	case BreakerClosed:
+		if cf.adaptive {
+			return c.throttle(now, cf, draw)
+		}
 		return ticket{gen: c.gen}, 0, true, tr
 	case BreakerOpen:
 		if now.Before(c.probeAt) {
@@ -173,6 +183,42 @@ func (c *circuit) allow(now time.Time, cf *breakerConf) (tk ticket, retryIn time
 	return ticket{gen: c.gen, probe: true}, 0, true, tr
 }
 
+// throttle is allow in adaptive mode, where the circuit stays closed: it
+// rejects the call with the probability the counts of the window give
+// (see adaptiveProbability), and a rejected call counts as a request the
+// backend did not accept, as the SRE book has it, so that throttling
+// eases only as accepted calls come back.
+func (c *circuit) throttle(now time.Time, cf *breakerConf, draw float64) (ticket, time.Duration, bool, transition) {
+	tr := transition{from: c.state, to: c.state}
+	total, failures := c.window.sum(now, cf.width)
+	if draw < adaptiveProbability(total, total-failures, cf.k) {
+		c.window.add(now, cf.width, true)
+		return ticket{}, 0, false, tr
+	}
+	return ticket{gen: c.gen}, 0, true, tr
+}
+
+// adaptiveProbability is the SRE book's client-side rejection probability
+// for requests attempted and accepts answered over the window:
+// max(0, (requests − k·accepts) / (requests + 1)).
+func adaptiveProbability(requests, accepts int, k float64) float64 {
+	return max(0, (float64(requests)-k*float64(accepts))/float64(requests+1))
+}
+
+// probability returns the rejection probability a call arriving at now
+// would face: adaptive mode's, 0 in the other modes while closed, 1 while
+// open. It changes nothing.
+func (c *circuit) probability(now time.Time, cf *breakerConf) float64 {
+	switch {
+	case c.view(now) == BreakerOpen:
+		return 1
+	case c.state != BreakerClosed || !cf.adaptive:
+		return 0
+	}
+	total, failures := c.window.sum(now, cf.width)
+	return adaptiveProbability(total, total-failures, cf.k)
+}
+
 // record counts the outcome of a call admitted with tk, at now, and reports
 // the state change it causes, if any. Outcomes of an older generation are
 // dropped; an ignored outcome only frees the probe slot it held. now is
@@ -187,6 +233,8 @@ func (c *circuit) record(now time.Time, cf *breakerConf, tk ticket, out outcome)
 	case BreakerClosed:
 		switch {
 		case out == outcomeIgnored:
+		case cf.adaptive:
+			c.window.add(now, cf.width, out == outcomeFailure)
 		case cf.rate:
 			c.window.add(now, cf.width, out == outcomeFailure)
 			total, failures := c.window.sum(now, cf.width)
@@ -248,7 +296,7 @@ func (c *circuit) setState(s BreakerState) {
 // them from the next outcome. Counts are cleared only when they no longer
 // mean the same: a change of mode, or of the window in rate mode.
 func (c *circuit) retune(old, cf *breakerConf) {
-	if old.rate != cf.rate || (cf.rate && old.window != cf.window) {
+	if old.rate != cf.rate || old.adaptive != cf.adaptive || ((cf.rate || cf.adaptive) && old.window != cf.window) {
 		c.failures = 0
 		c.window = rollingWindow{}
 	}
@@ -267,9 +315,9 @@ func (c *circuit) view(now time.Time) BreakerState {
 // settings.
 func (c *circuit) publish(cf *breakerConf) {
 	var closed, clean uint64
-	if c.state == BreakerClosed && !c.evicted {
+	if c.state == BreakerClosed && !c.evicted && !cf.adaptive { // adaptive admits under the lock
 		closed = c.gen + 1
-		if !cf.rate && c.failures == 0 {
+		if !cf.rate && !cf.adaptive && c.failures == 0 {
 			clean = c.gen + 1
 		}
 	}

@@ -10,6 +10,10 @@ type BreakerMode string
 const (
 	BreakerConsecutive BreakerMode = "consecutive" // open after FailureThreshold failures in a row
 	BreakerRate        BreakerMode = "rate"        // open when the failure rate over Window reaches FailureRateThreshold
+	// BreakerAdaptive is client-side throttling (Google SRE book, "Handling
+	// Overload"): never open, but reject each call locally with probability
+	// max(0, (requests − AdaptiveK·accepts) / (requests + 1)) over Window.
+	BreakerAdaptive BreakerMode = "adaptive"
 )
 
 // BreakerScope selects how many breakers a client keeps. The zero value ""
@@ -32,6 +36,7 @@ const (
 	DefaultHalfOpenMaxRequests  = 1
 	DefaultSuccessThreshold     = 1
 	DefaultRateLimitBurst       = 1
+	DefaultAdaptiveK            = 2.0
 )
 
 // BreakerSettings is the `circuit_breaker` block. The zero value is a disabled
@@ -39,8 +44,8 @@ const (
 type BreakerSettings struct {
 	// Enabled switches the breaker on.
 	Enabled bool `koanf:"enabled" json:"enabled"`
-	// Mode is consecutive or rate; "" means consecutive.
-	Mode BreakerMode `koanf:"mode" json:"mode" enum:"consecutive,rate"`
+	// Mode is consecutive, rate or adaptive; "" means consecutive.
+	Mode BreakerMode `koanf:"mode" json:"mode" enum:"consecutive,rate,adaptive"`
 	// FailureThreshold is how many failures in a row open the breaker (consecutive mode).
 	FailureThreshold int `koanf:"failure_threshold" json:"failure_threshold" minimum:"1"`
 	// FailureRateThreshold is the failure share in (0, 1] that opens it (rate mode).
@@ -55,6 +60,10 @@ type BreakerSettings struct {
 	HalfOpenMaxRequests int `koanf:"half_open_max_requests" json:"half_open_max_requests" minimum:"1"`
 	// SuccessThreshold is how many probe successes close the breaker.
 	SuccessThreshold int `koanf:"success_threshold" json:"success_threshold" minimum:"1"`
+	// AdaptiveK is the K of adaptive mode: the backend may reject up to
+	// 1 − 1/K of the calls before the client throttles (2: half). Zero
+	// means DefaultAdaptiveK; it must be >= 1.
+	AdaptiveK float64 `koanf:"adaptive_k" json:"adaptive_k" minimum:"1"`
 	// Scope is client or host; "" means client.
 	Scope BreakerScope `koanf:"scope" json:"scope" enum:"client,host"`
 }
@@ -70,6 +79,7 @@ func DefaultBreakerSettings() BreakerSettings {
 		Cooldown:             DefaultCooldown,
 		HalfOpenMaxRequests:  DefaultHalfOpenMaxRequests,
 		SuccessThreshold:     DefaultSuccessThreshold,
+		AdaptiveK:            DefaultAdaptiveK,
 		Scope:                ScopeClient,
 	}
 }
