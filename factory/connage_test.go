@@ -173,4 +173,19 @@ func TestMaxConnAgeRetunesWithoutANewTransport(t *testing.T) {
 	if n := srv.newConns.Load(); n != 2 {
 		t.Fatalf("connections after max_conn_age 1ns: got %d, want 2", n)
 	}
+
+	// Switched off (0s), the next calls keep their connection again.
+	get(t, r.Get("svc"), srv.URL) // the last call of the 1ns connection
+	c.Transport.MaxConnAge = 0
+	cfg.Clients = map[string]config.ClientConfig{"svc": c}
+	if err := r.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	before := srv.newConns.Load()
+	for range 5 {
+		get(t, r.Get("svc"), srv.URL)
+	}
+	if n := srv.newConns.Load() - before; n > 1 {
+		t.Fatalf("connections for 5 calls after max_conn_age 0: got %d new, want at most 1", n)
+	}
 }
