@@ -54,6 +54,9 @@ var keyDocs = map[string]string{
 	"circuit_breaker.success_threshold":      "Probe successes that close the breaker.",
 	"circuit_breaker.scope":                  "client: one breaker per client; host: one per URL host (bounded).",
 
+	"circuit_breaker.group":   "Clients naming the same group share one breaker (their circuit_breaker settings must be equal). \"\" = the client's own.",
+	"bulkhead.group":          "Clients naming the same group share one pool of slots (their bulkhead settings must be equal). \"\" = the client's own.",
+	"rate_limit.group":        "Clients naming the same group share one limiter (their rate_limit settings must be equal). \"\" = the client's own.",
 	"bulkhead.max_concurrent": "Logical calls in flight at once. 0 = unlimited.",
 	"bulkhead.max_wait":       "How long a call waits for a slot before failing with ErrBulkheadFull. 0 = no wait.",
 

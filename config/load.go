@@ -208,6 +208,10 @@ func (st *loadState) validate(cfg Config) {
 			st.errs = append(st.errs, fe)
 		}
 	}
+	for _, fe := range validateGroups(cfg) {
+		st.annotate(fe, fe.Path)
+		st.errs = append(st.errs, fe)
+	}
 }
 
 // annotate sets fe's Line or SetBy from the origin of the value at path

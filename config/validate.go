@@ -52,6 +52,7 @@ func (c Config) Validate() error {
 		}
 		errs = append(errs, validateClient("clients."+name, c.Clients[name], false)...)
 	}
+	errs = append(errs, validateGroups(c)...)
 	return joinFieldErrors(errs)
 }
 

@@ -231,6 +231,7 @@ type txn struct {
 	inputs []clientInput
 	mats   []material
 	plans  []ClientPlan
+	groups map[groupKey]ComponentPlan // what the plan does to each shared component
 }
 
 // commit plans cfg against the serving generation, builds aside what the
@@ -252,6 +253,7 @@ func (r *Registry) commit(cfg config.Config, layered bool) (old, g *generation, 
 	}
 
 	g = &generation{num: t.old.num + 1, cfg: cfg, pipes: make([]*pipeline, len(t.names))}
+	gt := newGroupTable(t.old.pipes, t.groups)
 	for i, name := range t.names {
 		var prev *pipeline
 		if i < len(t.old.pipes) {
@@ -261,7 +263,7 @@ func (r *Registry) commit(cfg config.Config, layered bool) (old, g *generation, 
 			g.pipes[i] = prev
 			continue
 		}
-		p, rts, err := r.build(name, t.inputs[i], t.mats[i], t.plans[i], prev, g.num)
+		p, rts, err := r.build(name, t.inputs[i], t.mats[i], t.plans[i], prev, g.num, gt)
 		if err != nil {
 			discard(t.old, g.pipes[:i])
 			return nil, nil, nil, nil, err
@@ -320,12 +322,17 @@ func (r *Registry) prepare(cfg config.Config) (*txn, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	newGroups := groupView{}
+	for _, in := range t.inputs {
+		newGroups.add(in.cfg)
+	}
+	t.groups = planGroups(groupViewOf(t.old.pipes), newGroups)
 	for i, name := range t.names {
 		var was *serving
 		if i < len(t.old.pipes) {
 			was = t.old.pipes[i].serving()
 		}
-		t.plans[i] = planClient(name, was, t.inputs[i], r.opts.Base != nil)
+		t.plans[i] = planClient(name, was, t.inputs[i], r.opts.Base != nil, t.groups)
 	}
 	return t, nil
 }

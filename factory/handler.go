@@ -78,6 +78,7 @@ type clientDoc struct {
 	BulkheadInUse int                `json:"bulkhead_in_use"`
 	BulkheadLimit int                `json:"bulkhead_limit"`
 	LimiterTokens *float64           `json:"limiter_tokens,omitempty"`
+	Groups        map[string]string  `json:"groups,omitempty"`
 	Fault         any                `json:"fault,omitempty"`
 	Config        map[string]any     `json:"config,omitempty"`
 }
@@ -98,7 +99,7 @@ func clientDocOf(c ClientStatus) clientDoc {
 		Name: c.Name, Defined: c.Defined, ConfigHash: c.ConfigHash, Generation: c.Generation,
 		BudgetBalance: finite(c.BudgetBalance), Breaker: c.Breaker, RejectP: c.BreakerRejectProbability,
 		BulkheadInUse: c.BulkheadInUse, BulkheadLimit: c.BulkheadLimit,
-		LimiterTokens: c.LimiterTokens,
+		LimiterTokens: c.LimiterTokens, Groups: c.Groups,
 	}
 }
 

@@ -26,6 +26,9 @@ type pipeline struct {
 	breaker  *middleware.Breaker
 	bulkhead *middleware.Bulkhead
 	limiter  *middleware.RateLimit
+	// groups names the group whose component the pipeline uses, for the
+	// breaker, the bulkhead and the limiter in that order; "" for its own.
+	groups [3]string
 
 	// hash is cfg.Hash(), made when Status first asks: a reload compares
 	// configs with ClientConfig.Equal, and hashing every new client was a
@@ -54,7 +57,7 @@ func (p *pipeline) configHash() string {
 // new generation serves, each applying in's settings to a kept stateful
 // component. A panic (in code's hooks, say) is an error, and nothing built
 // is live: the caller discards it.
-func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan, old *pipeline, gen uint64) (p *pipeline, retunes []func(), err error) {
+func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan, old *pipeline, gen uint64, gt *groupTable) (p *pipeline, retunes []func(), err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p, retunes, err = nil, nil, fmt.Errorf("client %q: building pipeline panicked: %v", name, v)
@@ -104,7 +107,7 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	if own.FaultSeed != 0 {
 		h.FaultSeed = own.FaultSeed
 	}
-	retunes = append(retunes, r.components(p, old, cp, ev, h)...)
+	retunes = append(retunes, r.components(p, old, cp, ev, h, gt)...)
 
 	// The layers, outermost first, as DESIGN.md's pipeline draws them. Every
 	// error that leaves the pipeline, code's own layers' included, is
@@ -116,10 +119,10 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	layers = append(layers, own.Outer...)
 	layers = append(layers, middleware.Timeout(c.Timeout, tmo))
 	if p.breaker != nil {
-		layers = append(layers, p.breaker.Middleware())
+		layers = append(layers, p.breaker.MiddlewareFor(r.events(name, p.groups[0])))
 	}
 	if p.bulkhead != nil {
-		layers = append(layers, p.bulkhead.Middleware())
+		layers = append(layers, p.bulkhead.MiddlewareFor(r.events(name, p.groups[1])))
 	}
 	layers = append(layers,
 		middleware.Retry(c.Retry, middleware.RetryOptions{
@@ -130,7 +133,7 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	layers = append(layers, all.Attempt...)
 	layers = append(layers, own.Attempt...)
 	if p.limiter != nil {
-		layers = append(layers, p.limiter.Middleware())
+		layers = append(layers, p.limiter.MiddlewareFor(r.events(name, p.groups[2])))
 	}
 	layers = append(layers,
 		middleware.Headers(c.Headers, middleware.HeadersOptions{}),
@@ -144,11 +147,12 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 
 // components gives p its stateful components as cp plans them, and the
 // plan alone: old's when kept (unchanged or retuned), new ones when started
-// or replaced, none when stopped or off. It changes nothing of old's: a
-// retuned component's new settings are in the returned funcs, which the
-// caller runs after the commit, so a reload that fails later leaves every
-// serving component as it was.
-func (r *Registry) components(p, old *pipeline, cp ClientPlan, ev *middleware.Events, h Hooks) (retunes []func()) {
+// or replaced, none when stopped or off; a group member's from gt, which
+// builds each group's once. It changes nothing of old's: a retuned
+// component's new settings are in the returned funcs, which the caller
+// runs after the commit, so a reload that fails later leaves every serving
+// component as it was.
+func (r *Registry) components(p, old *pipeline, cp ClientPlan, ev *middleware.Events, h Hooks, gt *groupTable) (retunes []func()) {
 	c := p.in.cfg
 	add := func(f func()) {
 		if f != nil {
@@ -160,30 +164,70 @@ func (r *Registry) components(p, old *pipeline, cp ClientPlan, ev *middleware.Ev
 		func() *middleware.Budget { return middleware.NewBudget(c.Retry.Budget, middleware.BudgetOptions{}) },
 		func(b *middleware.Budget) { b.Update(c.Retry.Budget) })
 	add(f)
-	p.breaker, f = take(cp.Component(ComponentBreaker), old.breaker,
-		func() *middleware.Breaker {
+
+	// A group's component reports to the group, and takes the hooks every
+	// client has (Options.Hooks): it serves several clients at once.
+	newBreaker := func(client string, h Hooks, ev *middleware.Events) func() *middleware.Breaker {
+		return func() *middleware.Breaker {
 			o := middleware.BreakerOptions{IsFailure: h.IsFailure, Events: ev}
 			if on := h.OnStateChange; on != nil {
-				name := p.name
-				o.OnStateChange = func(host string, from, to middleware.BreakerState) { on(name, host, from, to) }
+				o.OnStateChange = func(host string, from, to middleware.BreakerState) { on(client, host, from, to) }
 			}
 			return middleware.NewBreaker(c.CircuitBreaker, o)
-		},
-		func(b *middleware.Breaker) { b.Update(c.CircuitBreaker) })
+		}
+	}
+	retuneBreaker := func(b *middleware.Breaker) { b.Update(c.CircuitBreaker) }
+	if plan := cp.plan(ComponentBreaker); plan.Group != "" && has(plan.Change) {
+		p.groups[0] = plan.Group
+		p.breaker, f = groupComponent(gt, groupKey{ComponentBreaker, plan.Group},
+			func(s *shared) *middleware.Breaker { return s.breaker }, func(s *shared, b *middleware.Breaker) { s.breaker = b },
+			newBreaker(plan.Group, r.opts.Hooks, r.events("", plan.Group)), retuneBreaker)
+	} else {
+		p.breaker, f = take(plan.Change, old.breaker, newBreaker(p.name, h, ev), retuneBreaker)
+	}
 	add(f)
-	p.bulkhead, f = take(cp.Component(ComponentBulkhead), old.bulkhead,
-		func() *middleware.Bulkhead {
+
+	newBulkhead := func(ev *middleware.Events) func() *middleware.Bulkhead {
+		return func() *middleware.Bulkhead {
 			return middleware.NewBulkhead(c.Bulkhead, middleware.BulkheadOptions{Events: ev})
-		},
-		func(b *middleware.Bulkhead) { b.Update(c.Bulkhead) })
+		}
+	}
+	retuneBulkhead := func(b *middleware.Bulkhead) { b.Update(c.Bulkhead) }
+	if plan := cp.plan(ComponentBulkhead); plan.Group != "" && has(plan.Change) {
+		p.groups[1] = plan.Group
+		p.bulkhead, f = groupComponent(gt, groupKey{ComponentBulkhead, plan.Group},
+			func(s *shared) *middleware.Bulkhead { return s.bulkhead }, func(s *shared, b *middleware.Bulkhead) { s.bulkhead = b },
+			newBulkhead(r.events("", plan.Group)), retuneBulkhead)
+	} else {
+		p.bulkhead, f = take(plan.Change, old.bulkhead, newBulkhead(ev), retuneBulkhead)
+	}
 	add(f)
-	p.limiter, f = take(cp.Component(ComponentRateLimit), old.limiter,
-		func() *middleware.RateLimit {
+
+	newLimiter := func(ev *middleware.Events) func() *middleware.RateLimit {
+		return func() *middleware.RateLimit {
 			return middleware.NewRateLimit(c.RateLimit, middleware.RateLimitOptions{Events: ev})
-		},
-		func(l *middleware.RateLimit) { l.Update(c.RateLimit) })
+		}
+	}
+	retuneLimiter := func(l *middleware.RateLimit) { l.Update(c.RateLimit) }
+	if plan := cp.plan(ComponentRateLimit); plan.Group != "" && has(plan.Change) {
+		p.groups[2] = plan.Group
+		p.limiter, f = groupComponent(gt, groupKey{ComponentRateLimit, plan.Group},
+			func(s *shared) *middleware.RateLimit { return s.limiter }, func(s *shared, l *middleware.RateLimit) { s.limiter = l },
+			newLimiter(r.events("", plan.Group)), retuneLimiter)
+	} else {
+		p.limiter, f = take(plan.Change, old.limiter, newLimiter(ev), retuneLimiter)
+	}
 	add(f)
 	return retunes
+}
+
+// has reports whether a component with this change exists after it.
+func has(ch Change) bool { return ch != Stopped && ch != Off }
+
+// events returns the Events of client's layers of a group's component, or
+// of the group's own component when client is "".
+func (r *Registry) events(client, group string) *middleware.Events {
+	return &middleware.Events{Client: client, Group: group, Logger: r.log, Observer: r.opts.Observer}
 }
 
 // take carries out one component's change: for unchanged, old; for

@@ -128,6 +128,23 @@ type ComponentPlan struct {
 	// Reason says why, for ops: the first key that changed, or what
 	// switched the component on or off. "" when it is unchanged or off.
 	Reason string
+	// Group is the group whose shared component the client uses (breaker,
+	// bulkhead and rate limit with a `group`); "" for the client's own.
+	// For a member that stays in its group, Change is what happens to the
+	// group's component, the same for every member; one that joins or
+	// leaves a group gets Replaced (Started when it had none before).
+	Group string
+}
+
+// plan returns the ComponentPlan of the named component, or an unchanged
+// one when p has no entry for it (an unchanged client).
+func (p ClientPlan) plan(name string) ComponentPlan {
+	for _, c := range p.Components {
+		if c.Component == name {
+			return c
+		}
+	}
+	return ComponentPlan{Component: name, Change: Unchanged}
 }
 
 // Component returns the change of the named component, or Unchanged when
@@ -179,15 +196,115 @@ func Plan(old, new config.Config) []ClientPlan {
 	}
 	slices.Sort(names)
 	out := make([]ClientPlan, 0, len(names))
+	oldGroups, newGroups := groupView{}, groupView{}
+	for _, name := range names {
+		if oc, ok := old.Clients[name]; ok {
+			oldGroups.add(oc)
+		}
+		nc, _ := new.Client(name)
+		newGroups.add(nc)
+	}
+	groups := planGroups(oldGroups, newGroups)
 	for _, name := range names {
 		var was *serving
 		if oc, ok := old.Clients[name]; ok {
 			was = &serving{in: clientInput{cfg: oc, defined: true}, built: true}
 		}
 		nc, defined := new.Client(name)
-		out = append(out, planClient(name, was, clientInput{cfg: nc, defined: defined}, false))
+		out = append(out, planClient(name, was, clientInput{cfg: nc, defined: defined}, false, groups))
 	}
 	return out
+}
+
+// groupKey names one shared component: its block (ComponentBreaker,
+// ComponentBulkhead or ComponentRateLimit) and its group.
+type groupKey struct{ block, name string }
+
+// groupView holds the settings of each group's component, switched on.
+type groupView map[groupKey]any
+
+// add records the groups c is a member of, with their block's settings.
+func (v groupView) add(c config.ClientConfig) {
+	for _, block := range groupedBlocks {
+		if g := groupOf(block, c); g != "" {
+			if on, _ := switchedOn(block, c); on {
+				v[groupKey{block, g}] = blockOf(block, c)
+			}
+		}
+	}
+}
+
+// groupedBlocks are the components a group can share.
+var groupedBlocks = []string{ComponentBreaker, ComponentBulkhead, ComponentRateLimit}
+
+// groupOf returns the group the client's component of block names; "" is
+// its own.
+func groupOf(block string, c config.ClientConfig) string {
+	switch block {
+	case ComponentBreaker:
+		return c.CircuitBreaker.Group
+	case ComponentBulkhead:
+		return c.Bulkhead.Group
+	case ComponentRateLimit:
+		return c.RateLimit.Group
+	}
+	return ""
+}
+
+// blockOf returns the settings of block in c, comparable with ==.
+func blockOf(block string, c config.ClientConfig) any {
+	switch block {
+	case ComponentBreaker:
+		return c.CircuitBreaker
+	case ComponentBulkhead:
+		return c.Bulkhead
+	}
+	return c.RateLimit
+}
+
+// planGroups decides what a reload does to each shared component the new
+// config's members use: a group that served before is kept, retuned in
+// place when its settings changed (the members' settings are equal, so
+// they agree on the new ones); a new one starts fresh. A group no member
+// uses any more is dropped with its last member.
+func planGroups(old, new groupView) map[groupKey]ComponentPlan {
+	out := make(map[groupKey]ComponentPlan, len(new))
+	for k, s := range new {
+		cp := ComponentPlan{Component: k.block, Group: k.name, Change: Started, Reason: "group " + k.name + " starts"}
+		if prev, ok := old[k]; ok {
+			cp.Change, cp.Reason = Unchanged, ""
+			if prev != s {
+				cp.Change, cp.Reason = Retuned, "group "+k.name+"'s settings changed"
+			}
+		}
+		out[k] = cp
+	}
+	return out
+}
+
+// planGrouped is planComponent for a stateful component that was or is
+// shared through a group; isOn and wasOn say whether it is switched on.
+func planGrouped(name string, old, in clientInput, groups map[groupKey]ComponentPlan, wasOn, isOn bool) ComponentPlan {
+	og, ng := groupOf(name, old.cfg), groupOf(name, in.cfg)
+	switch {
+	case !isOn && !wasOn:
+		return ComponentPlan{Component: name, Change: Off}
+	case !isOn:
+		return ComponentPlan{Component: name, Change: Stopped, Reason: switchKey(name) + " switched it off", Group: og}
+	case ng == "":
+		cp := ComponentPlan{Component: name, Change: Started, Reason: "leaves group " + og + " for a fresh one of its own"}
+		if wasOn {
+			cp.Change = Replaced
+		}
+		return cp
+	case ng == og && wasOn:
+		return groups[groupKey{name, ng}]
+	}
+	cp := ComponentPlan{Component: name, Change: Started, Reason: "joins group " + ng, Group: ng}
+	if wasOn {
+		cp.Change = Replaced
+	}
+	return cp
 }
 
 // clientInput is everything a client's pipeline is built from: its
@@ -211,13 +328,13 @@ type serving struct {
 // was is what serves it now (nil: nothing), in what the new config makes
 // of it. withBase is true when Options.Base replaces the transport, which
 // is then never built, kept or replaced.
-func planClient(name string, was *serving, in clientInput, withBase bool) ClientPlan {
+func planClient(name string, was *serving, in clientInput, withBase bool, groups map[groupKey]ComponentPlan) ClientPlan {
 	if was == nil {
 		action := ActionAdded
 		if !in.defined {
 			action = ActionChanged // a name first asked for by Get
 		}
-		return ClientPlan{Name: name, Action: action, Components: fresh(in.cfg, withBase)}
+		return ClientPlan{Name: name, Action: action, Components: fresh(in.cfg, withBase, groups)}
 	}
 	old := was.in
 	if was.built && old.defined == in.defined && old.credDigest == in.credDigest &&
@@ -232,22 +349,29 @@ func planClient(name string, was *serving, in clientInput, withBase bool) Client
 		p.Action = ActionRemoved
 	}
 	if !was.built {
-		p.Components = fresh(in.cfg, withBase)
+		p.Components = fresh(in.cfg, withBase, groups)
 		return p
 	}
 	for _, comp := range components {
-		p.Components = append(p.Components, planComponent(comp.name, comp.prefixes, p.Keys, old, in, withBase))
+		p.Components = append(p.Components, planComponent(comp.name, comp.prefixes, p.Keys, old, in, withBase, groups))
 	}
 	return p
 }
 
-// fresh plans a pipeline built from nothing.
-func fresh(c config.ClientConfig, withBase bool) []ComponentPlan {
+// fresh plans a pipeline built from nothing. A member of a group gets the
+// group's component (kept, retuned or started as groups plans it).
+func fresh(c config.ClientConfig, withBase bool, groups map[groupKey]ComponentPlan) []ComponentPlan {
 	out := make([]ComponentPlan, 0, len(components))
 	for _, comp := range components {
 		cp := ComponentPlan{Component: comp.name, Change: Started, Reason: "new pipeline"}
-		if on, stateful := switchedOn(comp.name, c); stateful && !on {
+		on, stateful := switchedOn(comp.name, c)
+		if stateful && !on {
 			cp = ComponentPlan{Component: comp.name, Change: Off}
+		} else if g := groupOf(comp.name, c); stateful && g != "" {
+			cp = groups[groupKey{comp.name, g}]
+			if cp.Change != Started {
+				cp.Change, cp.Reason = Started, "joins group "+g
+			}
 		}
 		if comp.name == ComponentTransport && withBase {
 			cp = ComponentPlan{Component: comp.name, Change: Off, Reason: "Options.Base serves"}
@@ -259,7 +383,11 @@ func fresh(c config.ClientConfig, withBase bool) []ComponentPlan {
 
 // planComponent decides the change of one component of a client whose
 // input changed from old to in; keys are the keys that changed.
-func planComponent(name string, prefixes []string, keys []config.KeyChange, old, in clientInput, withBase bool) ComponentPlan {
+func planComponent(name string, prefixes []string, keys []config.KeyChange, old, in clientInput, withBase bool, groups map[groupKey]ComponentPlan) ComponentPlan {
+	if wasOn, stateful := switchedOn(name, old.cfg); stateful && (groupOf(name, old.cfg) != "" || groupOf(name, in.cfg) != "") {
+		isOn, _ := switchedOn(name, in.cfg)
+		return planGrouped(name, old, in, groups, wasOn, isOn)
+	}
 	cp := ComponentPlan{Component: name, Change: Unchanged}
 	for _, k := range keys {
 		if covers(name, prefixes, k.Key) {

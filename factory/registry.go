@@ -238,7 +238,11 @@ func (r *Registry) add(name string) *http.Client {
 				return err
 			}
 			in.credDigest, in.tlsDigest = m.credDigest, m.tlsDigest
-			p, _, err = r.build(name, in, m, planClient(name, nil, in, r.opts.Base != nil), nil, g.num)
+			mine := groupView{}
+			mine.add(in.cfg)
+			groups := planGroups(groupViewOf(g.pipes), mine)
+			p, _, err = r.build(name, in, m, planClient(name, nil, in, r.opts.Base != nil, groups), nil, g.num,
+				newGroupTable(g.pipes, groups))
 			return err
 		}()
 		if err != nil {

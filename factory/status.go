@@ -64,6 +64,10 @@ type ClientStatus struct {
 	// LimiterTokens is how many rate-limit tokens are available now; nil
 	// when the rate limit is off (never +Inf, which JSON cannot encode).
 	LimiterTokens *float64 `json:"limiter_tokens,omitempty"`
+	// Groups maps each component the client shares with other clients
+	// (circuit_breaker, bulkhead, rate_limit) to its group; nil when it
+	// shares none. A shared component's state above is the group's.
+	Groups map[string]string `json:"groups,omitempty"`
 	// Fault is the client's fault injection while it is on (fault.enabled),
 	// so that a game day left running shows; nil when it is off.
 	Fault *middleware.FaultSettings `json:"fault,omitempty"`
@@ -100,6 +104,14 @@ func (r *Registry) Status() Status {
 		}
 		if f := p.in.cfg.Fault; f.Enabled {
 			cs.Fault = &f
+		}
+		for i, block := range groupedBlocks {
+			if g := p.groups[i]; g != "" {
+				if cs.Groups == nil {
+					cs.Groups = map[string]string{}
+				}
+				cs.Groups[block] = g
+			}
 		}
 		if p.limiter != nil {
 			if tokens := p.limiter.Tokens(); !math.IsInf(tokens, 0) && !math.IsNaN(tokens) {

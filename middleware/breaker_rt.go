@@ -20,9 +20,16 @@ import (
 // being called. Like retry, it reads the status code of responses, which a
 // plain RoundTripper is not meant to do; it never reads or closes their
 // bodies. It is safe for concurrent use.
-func (b *Breaker) Middleware() Middleware {
+func (b *Breaker) Middleware() Middleware { return b.MiddlewareFor(b.ev) }
+
+// MiddlewareFor is Middleware for one of several clients that share the
+// breaker (a circuit_breaker.group): the events of the calls through this
+// layer, rejections and the state changes they cause, go to ev, which names
+// the client and the group, instead of the breaker's own. The state is the
+// breaker's, shared by every layer made from it. A nil ev emits nothing.
+func (b *Breaker) MiddlewareFor(ev *Events) Middleware {
 	return func(next http.RoundTripper) http.RoundTripper {
-		return &breakerRT{b: b, next: next}
+		return &breakerRT{b: b, next: next, ev: ev}
 	}
 }
 
@@ -30,6 +37,7 @@ func (b *Breaker) Middleware() Middleware {
 type breakerRT struct {
 	b    *Breaker
 	next http.RoundTripper
+	ev   *Events
 }
 
 // RoundTrip admits or rejects the call, makes it, and records its outcome.
@@ -46,7 +54,7 @@ func (t *breakerRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !cf.enabled {
 		return t.next.RoundTrip(req)
 	}
-	c, tk, rej := b.admit(req, cf)
+	c, tk, rej := b.admit(req, cf, t.ev)
 	if rej != nil {
 		if req.Body != nil {
 			req.Body.Close()
@@ -56,18 +64,18 @@ func (t *breakerRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	settled := false
 	defer func() {
 		if !settled { // next panicked: free the probe slot, count nothing
-			b.settle(req, c, tk, outcomeIgnored, nil, nil)
+			b.settle(req, t.ev, c, tk, outcomeIgnored, nil, nil)
 		}
 	}()
 	resp, err := t.next.RoundTrip(req)
 	settled = true
-	b.settle(req, c, tk, b.classify(req, resp, err), resp, err)
+	b.settle(req, t.ev, c, tk, b.classify(req, resp, err), resp, err)
 	return resp, err
 }
 
 // admit decides whether req may go ahead. It returns the circuit and ticket
 // to settle an admitted call with, or the error of a rejected one.
-func (b *Breaker) admit(req *http.Request, cf *breakerConf) (*circuit, ticket, *CircuitOpenError) {
+func (b *Breaker) admit(req *http.Request, cf *breakerConf, ev *Events) (*circuit, ticket, *CircuitOpenError) {
 	if !cf.scopeHost {
 		if g := b.client.closedGen.Load(); g != 0 {
 			return &b.client, ticket{gen: g - 1}, nil // closed: no lock, no clock
@@ -103,21 +111,21 @@ func (b *Breaker) admit(req *http.Request, cf *breakerConf) (*circuit, ticket, *
 		if c != &b.client {
 			b.hosts.touch(c) // to the list of its new state
 		}
-		b.queueLocked(req, c.host, tr, cf, nil, nil)
+		b.queueLocked(req, ev, c.host, tr, cf, nil, nil)
 	}
 	b.mu.Unlock()
 	if tr.changed() {
 		b.deliver()
 	}
 	if !ok {
-		b.rejected(req, c.host, retryIn, p)
+		b.rejected(req, ev, c.host, retryIn, p)
 		return nil, ticket{}, &CircuitOpenError{Host: c.host, RetryIn: retryIn}
 	}
 	return c, tk, nil
 }
 
 // settle records the outcome of a call admitted on c with tk.
-func (b *Breaker) settle(req *http.Request, c *circuit, tk ticket, out outcome, resp *http.Response, err error) {
+func (b *Breaker) settle(req *http.Request, ev *Events, c *circuit, tk ticket, out outcome, resp *http.Response, err error) {
 	switch {
 	case out == outcomeIgnored && !tk.probe:
 		return // holds no slot and counts nowhere
@@ -145,7 +153,7 @@ func (b *Breaker) settle(req *http.Request, c *circuit, tk ticket, out outcome, 
 		if c != &b.client {
 			b.hosts.touch(c)
 		}
-		b.queueLocked(req, c.host, tr, cf, resp, err)
+		b.queueLocked(req, ev, c.host, tr, cf, resp, err)
 	}
 	b.mu.Unlock()
 	if tr.changed() {
@@ -183,9 +191,9 @@ func isLocalRejection(err error) bool {
 
 // rejected emits EventCircuitRejected for req; p is adaptive mode's
 // rejection probability (0 in the other modes), given in Reason.
-func (b *Breaker) rejected(req *http.Request, host string, retryIn time.Duration, p float64) {
+func (b *Breaker) rejected(req *http.Request, ev *Events, host string, retryIn time.Duration, p float64) {
 	ctx := req.Context()
-	if !b.ev.on(ctx, slog.LevelDebug) {
+	if !ev.on(ctx, slog.LevelDebug) {
 		return
 	}
 	e := Event{
@@ -198,12 +206,13 @@ func (b *Breaker) rejected(req *http.Request, host string, retryIn time.Duration
 	if p > 0 {
 		e.Reason = "adaptive throttling: rejection probability " + strconv.FormatFloat(p, 'f', 3, 64)
 	}
-	b.ev.Emit(ctx, slog.LevelDebug, e)
+	ev.Emit(ctx, slog.LevelDebug, e)
 }
 
 // pendingTransition is a state change waiting to be reported, with what
 // its event says about the call that caused it.
 type pendingTransition struct {
+	ev     *Events // of the layer whose call caused it
 	ctx    context.Context
 	host   string
 	tr     transition
@@ -219,9 +228,9 @@ type pendingTransition struct {
 // order of the changes. It redacts here, while req is surely unchanged;
 // state changes are rare, so the work under the lock is too. b.mu must be
 // held.
-func (b *Breaker) queueLocked(req *http.Request, host string, tr transition, cf *breakerConf, resp *http.Response, err error) {
-	p := pendingTransition{ctx: req.Context(), host: host, tr: tr}
-	if b.ev != nil {
+func (b *Breaker) queueLocked(req *http.Request, ev *Events, host string, tr transition, cf *breakerConf, resp *http.Response, err error) {
+	p := pendingTransition{ev: ev, ctx: req.Context(), host: host, tr: tr}
+	if ev != nil {
 		p.method = req.Method
 		p.url = RedactURL(req.URL)
 		p.err = redactError(err, req.URL)
@@ -279,7 +288,11 @@ func (b *Breaker) notify(p *pendingTransition) {
 	case BreakerHalfOpen:
 		name = EventCircuitHalfOpen
 	}
-	b.ev.Emit(p.ctx, level, Event{
+	ev := p.ev
+	if ev == nil { // a change of Update's own, caused by no call
+		ev = b.ev
+	}
+	ev.Emit(p.ctx, level, Event{
 		Name:   name,
 		Method: p.method,
 		URL:    p.url,

@@ -121,9 +121,15 @@ func (b *Bulkhead) Limit() int {
 // response body is wrapped so that closing it (or reading it to its end)
 // frees the slot, exactly once; a body that is also an io.Writer (a 101
 // Switching Protocols response) stays one.
-func (b *Bulkhead) Middleware() Middleware {
+func (b *Bulkhead) Middleware() Middleware { return b.MiddlewareFor(b.ev) }
+
+// MiddlewareFor is Middleware for one of several clients that share the
+// bulkhead (a bulkhead.group): the layer's events go to ev, which names the
+// client and the group, instead of the bulkhead's own. Its slots are the
+// bulkhead's, shared by every layer made from it. A nil ev emits nothing.
+func (b *Bulkhead) MiddlewareFor(ev *Events) Middleware {
 	return func(next http.RoundTripper) http.RoundTripper {
-		return &bulkheadRT{b: b, next: next}
+		return &bulkheadRT{b: b, next: next, ev: ev}
 	}
 }
 
@@ -131,6 +137,7 @@ func (b *Bulkhead) Middleware() Middleware {
 type bulkheadRT struct {
 	b    *Bulkhead
 	next http.RoundTripper
+	ev   *Events
 }
 
 func (t *bulkheadRT) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -138,7 +145,7 @@ func (t *bulkheadRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	if b.unlimited.Load() {
 		return t.next.RoundTrip(req)
 	}
-	if err := b.acquire(req); err != nil {
+	if err := b.acquire(req, t.ev); err != nil {
 		if req.Body != nil {
 			req.Body.Close()
 		}
@@ -179,7 +186,7 @@ func (t *bulkheadRT) RoundTrip(req *http.Request) (*http.Response, error) {
 // sequences, at least one sees the other's write, so either the caller
 // finds the slot or the release sees the caller and grants under mu once
 // the caller has queued.
-func (b *Bulkhead) acquire(req *http.Request) error {
+func (b *Bulkhead) acquire(req *http.Request, ev *Events) error {
 	if b.waiting.Load() == 0 && b.tryTake() {
 		return nil
 	}
@@ -194,7 +201,7 @@ func (b *Bulkhead) acquire(req *http.Request) error {
 	if wait <= 0 {
 		b.waiting.Add(-1)
 		b.mu.Unlock()
-		return b.rejected(req, int(limit), 0)
+		return b.rejected(req, ev, int(limit), 0)
 	}
 	w := &bulkheadWaiter{ready: make(chan struct{})}
 	b.pushLocked(w)
@@ -210,7 +217,7 @@ func (b *Bulkhead) acquire(req *http.Request) error {
 		if b.abandon(w) {
 			return nil // granted as the timer fired: use the slot
 		}
-		return b.rejected(req, int(limit), wait)
+		return b.rejected(req, ev, int(limit), wait)
 	case <-ctx.Done():
 		if b.abandon(w) {
 			b.release()
@@ -220,10 +227,10 @@ func (b *Bulkhead) acquire(req *http.Request) error {
 }
 
 // rejected builds the ErrBulkheadFull error and emits the event.
-func (b *Bulkhead) rejected(req *http.Request, limit int, waited time.Duration) error {
+func (b *Bulkhead) rejected(req *http.Request, ev *Events, limit int, waited time.Duration) error {
 	err := fmt.Errorf("switchboard: %w (max_concurrent %d, waited %v)", ErrBulkheadFull, limit, waited)
-	if ctx := req.Context(); b.ev.on(ctx, slog.LevelWarn) {
-		b.ev.Emit(ctx, slog.LevelWarn, Event{
+	if ctx := req.Context(); ev.on(ctx, slog.LevelWarn) {
+		ev.Emit(ctx, slog.LevelWarn, Event{
 			Name:   EventBulkheadRejected,
 			Method: req.Method,
 			URL:    RedactURL(req.URL),

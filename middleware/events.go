@@ -31,6 +31,7 @@ const (
 type Event struct {
 	Name    string        // one of the Event* constants
 	Client  string        // the client's name
+	Group   string        // the group of a shared breaker, bulkhead or limiter; "" for a client's own
 	Method  string        // request method, when the event concerns a request
 	URL     string        // redacted request URL
 	Host    string        // request URL host (breaker scope "host")
@@ -58,6 +59,7 @@ func (f ObserverFunc) OnEvent(ctx context.Context, e Event) { f(ctx, e) }
 // every event. It is safe for concurrent use.
 type Events struct {
 	Client   string
+	Group    string       // set for the events of a component shared by a group
 	Logger   *slog.Logger // nil: no log records
 	Observer Observer     // nil: no observer
 }
@@ -69,7 +71,7 @@ func (ev *Events) Emit(ctx context.Context, level slog.Level, e Event) {
 	if ev == nil {
 		return
 	}
-	e.Client = ev.Client
+	e.Client, e.Group = ev.Client, ev.Group
 	if ev.Observer != nil {
 		ev.Observer.OnEvent(ctx, e)
 	}
@@ -78,6 +80,9 @@ func (ev *Events) Emit(ctx context.Context, level slog.Level, e Event) {
 	}
 	attrs := make([]slog.Attr, 0, 10)
 	attrs = append(attrs, slog.String("event", e.Name), slog.String("client", e.Client))
+	if e.Group != "" {
+		attrs = append(attrs, slog.String("group", e.Group))
+	}
 	if e.Method != "" {
 		attrs = append(attrs, slog.String("method", e.Method))
 	}

@@ -113,9 +113,16 @@ func (l *RateLimit) Tokens() float64 {
 // It keeps the RoundTripper contract: it passes the caller's request on
 // unchanged and closes the request body when it returns an error without
 // passing the request on.
-func (l *RateLimit) Middleware() Middleware {
+func (l *RateLimit) Middleware() Middleware { return l.MiddlewareFor(l.ev) }
+
+// MiddlewareFor is Middleware for one of several clients that share the
+// limiter (a rate_limit.group): the layer's events go to ev, which names
+// the client and the group, instead of the limiter's own. Its tokens are
+// the limiter's, shared by every layer made from it. A nil ev emits
+// nothing.
+func (l *RateLimit) MiddlewareFor(ev *Events) Middleware {
 	return func(next http.RoundTripper) http.RoundTripper {
-		return &rateLimitRT{l: l, next: next}
+		return &rateLimitRT{l: l, next: next, ev: ev}
 	}
 }
 
@@ -123,11 +130,12 @@ func (l *RateLimit) Middleware() Middleware {
 type rateLimitRT struct {
 	l    *RateLimit
 	next http.RoundTripper
+	ev   *Events
 }
 
 func (t *rateLimitRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	if lim := t.l.lim.Load(); lim != nil {
-		if err := t.l.wait(lim, req); err != nil {
+		if err := t.l.wait(lim, req, t.ev); err != nil {
 			if req.Body != nil {
 				req.Body.Close()
 			}
@@ -138,7 +146,7 @@ func (t *rateLimitRT) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // wait takes a token of lim for req, waiting for it if need be.
-func (l *RateLimit) wait(lim *rate.Limiter, req *http.Request) error {
+func (l *RateLimit) wait(lim *rate.Limiter, req *http.Request, ev *Events) error {
 	now := time.Now()
 	// AllowN takes a free token without allocating; ReserveN (one
 	// allocation, the *Reservation) only when the attempt must wait.
@@ -167,8 +175,8 @@ func (l *RateLimit) wait(lim *rate.Limiter, req *http.Request) error {
 		r.CancelAt(time.Now())
 		return fmt.Errorf("switchboard: waiting for the rate limiter: %w", ctx.Err())
 	}
-	if l.ev.on(ctx, slog.LevelDebug) {
-		l.ev.Emit(ctx, slog.LevelDebug, Event{
+	if ev.on(ctx, slog.LevelDebug) {
+		ev.Emit(ctx, slog.LevelDebug, Event{
 			Name:   EventRateLimitWaited,
 			Method: req.Method,
 			URL:    RedactURL(req.URL),

@@ -66,6 +66,10 @@ type BreakerSettings struct {
 	AdaptiveK float64 `koanf:"adaptive_k" json:"adaptive_k" minimum:"1"`
 	// Scope is client or host; "" means client.
 	Scope BreakerScope `koanf:"scope" json:"scope" enum:"client,host"`
+	// Group, when not "", makes every client that names the same group
+	// share one breaker (their breaker settings must be equal); "" is the
+	// client's own.
+	Group string `koanf:"group" json:"group"`
 }
 
 // DefaultBreakerSettings returns the built-in breaker settings (disabled).
@@ -91,6 +95,10 @@ type BulkheadSettings struct {
 	// MaxWait is how long a call waits for a slot before ErrBulkheadFull.
 	// Zero means it does not wait.
 	MaxWait time.Duration `koanf:"max_wait" json:"max_wait"`
+	// Group, when not "", makes every client that names the same group
+	// share one pool of slots (their bulkhead settings must be equal); ""
+	// is the client's own.
+	Group string `koanf:"group" json:"group"`
 }
 
 // RateLimitSettings is the `rate_limit` block. The zero value is unlimited.
@@ -99,6 +107,10 @@ type RateLimitSettings struct {
 	RequestsPerSecond float64 `koanf:"requests_per_second" json:"requests_per_second" minimum:"0"`
 	// Burst is how many attempts may go at once after a quiet spell.
 	Burst int `koanf:"burst" json:"burst" minimum:"0"`
+	// Group, when not "", makes every client that names the same group
+	// share one limiter (their rate_limit settings must be equal); "" is
+	// the client's own.
+	Group string `koanf:"group" json:"group"`
 }
 
 // DefaultRateLimitSettings returns the built-in rate limit settings (unlimited, burst 1).
