@@ -9,6 +9,7 @@ import (
 	"github.com/failsafe-go/failsafe-go"
 	"github.com/failsafe-go/failsafe-go/circuitbreaker"
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
+	"github.com/failsafe-go/failsafe-go/hedgepolicy"
 	"github.com/failsafe-go/failsafe-go/retrypolicy"
 	"github.com/gojek/heimdall/v7"
 	"github.com/gojek/heimdall/v7/httpclient"
@@ -38,6 +39,7 @@ const (
 	NameSwitchboard   = "switchboard-all"
 	NameDefaults      = "switchboard-defaults"
 	NameFailsafe      = "failsafe-go"
+	NameFailsafeHedge = "failsafe-go-hedge"
 	NameRetryableHTTP = "go-retryablehttp"
 	NameHeimdall      = "heimdall"
 	NameMinimal       = "minimal"
@@ -155,6 +157,29 @@ func Failsafe(base http.RoundTripper, backoff time.Duration) Stack {
 // policy's, which gives the policy's (0, d] exactly.
 func FailsafeWith(base http.RoundTripper, p Policy) Stack {
 	rt, closeIdle := own(base)
+	return Stack{Name: NameFailsafe, Doer: &http.Client{Transport: failsafehttp.NewRoundTripper(rt, failsafePolicies(p)...)}, Close: closeIdle}
+}
+
+// FailsafeHedge is FailsafeWith plus failsafe-go's hedge policy innermost
+// (With(breaker, retry, hedge)): each attempt of the retry policy sends a
+// copy after delay, at most one, and the first answer that retry would not
+// retry wins (CancelIf); a retryable one waits for the other copy. This is
+// failsafe-go's documented composition, the closest it has to hedging in
+// place of retry. Losers are cancelled by failsafe-go; their bodies are
+// not closed by it.
+func FailsafeHedge(base http.RoundTripper, p Policy, delay time.Duration) Stack {
+	rt, closeIdle := own(base)
+	hedge := hedgepolicy.NewBuilderWithDelay[*http.Response](delay).
+		WithMaxHedges(1).
+		CancelIf(func(resp *http.Response, err error) bool { return !Retryable(resp, err) }).
+		Build()
+	policies := append(failsafePolicies(p), hedge)
+	return Stack{Name: NameFailsafeHedge, Doer: &http.Client{Transport: failsafehttp.NewRoundTripper(rt, policies...)}, Close: closeIdle}
+}
+
+// failsafePolicies returns FailsafeWith's breaker and retry policy, outer
+// first.
+func failsafePolicies(p Policy) []failsafe.Policy[*http.Response] {
 	rb := retrypolicy.NewBuilder[*http.Response]().
 		HandleIf(Retryable).
 		AbortOnErrors(context.Canceled).
@@ -175,7 +200,7 @@ func FailsafeWith(base http.RoundTripper, p Policy) Stack {
 		WithFailureThreshold(uint(p.FailureThreshold)).
 		WithDelay(p.Cooldown).
 		Build()
-	return Stack{Name: NameFailsafe, Doer: &http.Client{Transport: failsafehttp.NewRoundTripper(rt, breaker, retry)}, Close: closeIdle}
+	return []failsafe.Policy[*http.Response]{breaker, retry}
 }
 
 // RetryableHTTP is go-retryablehttp's StandardClient to the benchmark

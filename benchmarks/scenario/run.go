@@ -113,8 +113,9 @@ type Tail struct {
 	Calls, OK           int
 	P50, P99, P999, Max time.Duration
 	// Attempts is the mean number of attempts per logical call (hedges
-	// included).
+	// included); Delayed is how many attempts the server delayed.
 	Attempts float64
+	Delayed  int
 }
 
 // Outage is the hard-down scenario's result, over the calls started while
@@ -159,7 +160,7 @@ func Run(ctx context.Context, o Options) ([]Row, error) {
 			if err := ctx.Err(); err != nil {
 				return rows, err
 			}
-			stack, skip, err := b.build(o)
+			stack, skip, err := b.build(o, nil)
 			if err != nil {
 				return rows, err
 			}
@@ -250,7 +251,7 @@ func runTail(ctx context.Context, o Options, s benchmarks.Stack, srv *Server, ro
 	row.Tail = Tail{
 		Calls: len(rs), OK: countOK(rs), Attempts: meanAttempts(srv, rs),
 		P50: percentile(lat, 0.50), P99: percentile(lat, 0.99), P999: percentile(lat, 0.999),
-		Max: percentile(lat, 1),
+		Max: percentile(lat, 1), Delayed: srv.Delayed(),
 	}
 }
 

@@ -43,9 +43,10 @@ type Server struct {
 	srv   *httptest.Server
 	fault atomic.Pointer[Fault]
 
-	mu       sync.Mutex // guards rng and attempts
+	mu       sync.Mutex // guards rng, attempts and delayed
 	rng      *rand.Rand
 	attempts map[uint64]int
+	delayed  int
 }
 
 // NewServer starts a Server answering the zero Fault; Close stops it.
@@ -67,6 +68,13 @@ func (s *Server) Attempts(id uint64) int {
 	return s.attempts[id]
 }
 
+// Delayed returns how many attempts have been given SlowDelay.
+func (s *Server) Delayed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.delayed
+}
+
 // Close stops the server once the attempts in progress have ended (a
 // delayed attempt ends early when its client goes away).
 func (s *Server) Close() { s.srv.Close() }
@@ -79,16 +87,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	// Two draws for every attempt, whatever the fault, so that the
 	// sequence stays aligned across stacks.
 	unavailable, slow := s.rng.Float64(), s.rng.Float64()
+	down := f.Down || unavailable < f.Unavailable
+	d := f.Latency
+	if !down && slow < f.Slow {
+		d = f.SlowDelay
+		s.delayed++
+	}
 	s.mu.Unlock()
 
-	if f.Down || unavailable < f.Unavailable {
+	if down {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte("unavailable"))
 		return
-	}
-	d := f.Latency
-	if slow < f.Slow {
-		d = f.SlowDelay
 	}
 	if d > 0 {
 		t := time.NewTimer(d)

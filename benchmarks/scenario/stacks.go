@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -40,12 +41,17 @@ import (
 //     peers set none. The harness bounds every call by Options.CallTimeout.
 //   - Hedging: switchboard-hedge turns on `hedge` (one extra copy after
 //     Options.HedgeDelay), in place of retry, by config keys.
+//     failsafe-go-hedge is failsafe-go with its hedge policy inside the
+//     retry policy (each attempt hedged once after the same delay), its
+//     documented composition; switchboard-hedge keeps its defaults (no
+//     breaker), failsafe-go-hedge keeps failsafe-go's breaker.
 const (
 	NameBare                = benchmarks.NameBare
 	NameSwitchboardDefaults = benchmarks.NameDefaults
 	NameSwitchboardBreaker  = "switchboard-breaker"
 	NameSwitchboardHedge    = "switchboard-hedge"
 	NameFailsafe            = benchmarks.NameFailsafe
+	NameFailsafeHedge       = benchmarks.NameFailsafeHedge
 	NameRetryableHTTP       = benchmarks.NameRetryableHTTP
 	NameHeimdall            = benchmarks.NameHeimdall
 )
@@ -59,37 +65,53 @@ func Names() []string {
 	return out
 }
 
-// builder makes a fresh stack for one scenario run; a non-empty skip says
-// why the stack cannot run in this build (and the stack is zero).
+// NewStack builds a fresh stack called name (one of Names()) to o's policy
+// over base; a nil base gives it a network transport of its own, as the
+// scenarios run it. A non-empty skip says why the stack cannot run in this
+// build, and the Stack is then zero.
+func NewStack(name string, o Options, base http.RoundTripper) (s benchmarks.Stack, skip string, err error) {
+	for _, b := range builders {
+		if b.name == name {
+			return b.build(o, base)
+		}
+	}
+	return benchmarks.Stack{}, "", fmt.Errorf("no stack %q", name)
+}
+
 type builder struct {
 	name  string
-	build func(o Options) (s benchmarks.Stack, skip string, err error)
+	build func(o Options, base http.RoundTripper) (s benchmarks.Stack, skip string, err error)
 }
 
 var builders = []builder{
-	{NameBare, func(Options) (benchmarks.Stack, string, error) { return benchmarks.Bare(nil), "", nil }},
-	{NameSwitchboardDefaults, func(o Options) (benchmarks.Stack, string, error) {
-		s, err := switchboardStack(NameSwitchboardDefaults, defaults(o.Policy))
+	{NameBare, func(_ Options, base http.RoundTripper) (benchmarks.Stack, string, error) {
+		return benchmarks.Bare(base), "", nil
+	}},
+	{NameSwitchboardDefaults, func(o Options, base http.RoundTripper) (benchmarks.Stack, string, error) {
+		s, err := switchboardStack(NameSwitchboardDefaults, defaults(o.Policy), base)
 		return s, "", err
 	}},
-	{NameSwitchboardBreaker, func(o Options) (benchmarks.Stack, string, error) {
+	{NameSwitchboardBreaker, func(o Options, base http.RoundTripper) (benchmarks.Stack, string, error) {
 		c := defaults(o.Policy)
 		c.CircuitBreaker.Enabled = true
 		c.CircuitBreaker.Mode = middleware.BreakerConsecutive
 		c.CircuitBreaker.FailureThreshold = o.Policy.FailureThreshold
 		c.CircuitBreaker.Cooldown = o.Policy.Cooldown
-		s, err := switchboardStack(NameSwitchboardBreaker, c)
+		s, err := switchboardStack(NameSwitchboardBreaker, c, base)
 		return s, "", err
 	}},
 	{NameSwitchboardHedge, hedgeStack},
-	{NameFailsafe, func(o Options) (benchmarks.Stack, string, error) {
-		return benchmarks.FailsafeWith(nil, o.Policy), "", nil
+	{NameFailsafe, func(o Options, base http.RoundTripper) (benchmarks.Stack, string, error) {
+		return benchmarks.FailsafeWith(base, o.Policy), "", nil
 	}},
-	{NameRetryableHTTP, func(o Options) (benchmarks.Stack, string, error) {
-		return benchmarks.RetryableHTTPWith(nil, o.Policy), "", nil
+	{NameFailsafeHedge, func(o Options, base http.RoundTripper) (benchmarks.Stack, string, error) {
+		return benchmarks.FailsafeHedge(base, o.Policy, o.HedgeDelay), "", nil
 	}},
-	{NameHeimdall, func(o Options) (benchmarks.Stack, string, error) {
-		return benchmarks.HeimdallWith(nil, o.Policy), "", nil
+	{NameRetryableHTTP, func(o Options, base http.RoundTripper) (benchmarks.Stack, string, error) {
+		return benchmarks.RetryableHTTPWith(base, o.Policy), "", nil
+	}},
+	{NameHeimdall, func(o Options, base http.RoundTripper) (benchmarks.Stack, string, error) {
+		return benchmarks.HeimdallWith(base, o.Policy), "", nil
 	}},
 }
 
@@ -102,8 +124,8 @@ func defaults(p benchmarks.Policy) config.ClientConfig {
 	return c
 }
 
-func switchboardStack(name string, c config.ClientConfig) (benchmarks.Stack, error) {
-	s, err := benchmarks.Switchboard(c, nil)
+func switchboardStack(name string, c config.ClientConfig, base http.RoundTripper) (benchmarks.Stack, error) {
+	s, err := benchmarks.Switchboard(c, base)
 	s.Name = name
 	return s, err
 }
@@ -119,7 +141,7 @@ func switchboardStack(name string, c config.ClientConfig) (benchmarks.Stack, err
 // A build whose config has no hedge block rejects the keys as unknown; the
 // stack is then skipped with that error as the reason, and only that
 // stack: any other error fails the run.
-func hedgeStack(o Options) (benchmarks.Stack, string, error) {
+func hedgeStack(o Options, base http.RoundTripper) (benchmarks.Stack, string, error) {
 	src := treeSource{"clients": map[string]any{"svc": map[string]any{
 		"retry": map[string]any{
 			"initial_backoff": o.Policy.InitialBackoff.String(),
@@ -140,7 +162,7 @@ func hedgeStack(o Options) (benchmarks.Stack, string, error) {
 		}
 		return benchmarks.Stack{}, "", fmt.Errorf("%s: %w", NameSwitchboardHedge, err)
 	}
-	r, err := factory.New(cfg, factory.Options{Logger: slog.New(slog.DiscardHandler)})
+	r, err := factory.New(cfg, factory.Options{Base: base, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return benchmarks.Stack{}, "", fmt.Errorf("%s: %w", NameSwitchboardHedge, err)
 	}

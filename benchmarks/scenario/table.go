@@ -14,7 +14,7 @@ func WriteTable(w io.Writer, o Options, rows []Row) error {
 	fmt.Fprintf(&b, "| stack | %.0f %% 503s: calls OK | attempts/call | tail p50 | tail p99 | tail p99.9 | tail max | tail attempts/call | outage: attempts/call | outage: first fast fail | outage: p50 | recovery: first success |\n",
 		o.TransientShare*100)
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	var notes []string
+	var notes, delayed []string
 	for _, r := range rows {
 		if r.Skipped != "" {
 			b.WriteString("| " + r.Stack + strings.Repeat(" | —", 11) + " |\n")
@@ -22,6 +22,7 @@ func WriteTable(w io.Writer, o Options, rows []Row) error {
 			continue
 		}
 		t, h, x := r.Transient, r.Tail, r.Outage
+		delayed = append(delayed, fmt.Sprintf("%s %d", r.Stack, h.Delayed))
 		fmt.Fprintf(&b, "| %s | %s | %.2f | %s | %s | %s | %s | %.2f | %.2f | %s | %s | %s |\n",
 			r.Stack, share(t.OK, t.Calls), t.Attempts,
 			ms(h.P50), ms(h.P99), ms(h.P999), ms(h.Max), h.Attempts,
@@ -35,6 +36,9 @@ func WriteTable(w io.Writer, o Options, rows []Row) error {
 		if x.Dropped > 0 {
 			notes = append(notes, fmt.Sprintf("%s: %d outage calls not sent (%d in flight at most)", r.Stack, x.Dropped, o.MaxInFlight))
 		}
+	}
+	if len(delayed) > 0 {
+		notes = append([]string{"Heavy tail, attempts the server delayed: " + strings.Join(delayed, ", ") + "."}, notes...)
 	}
 	for _, n := range notes {
 		b.WriteString("\n" + n + "\n")
