@@ -196,9 +196,10 @@ type result struct {
 
 func (r result) latency() time.Duration { return r.end - r.start }
 
-// call sends logical call id through d and reads the answer to its end.
-func call(ctx context.Context, o Options, d benchmarks.Doer, url string, id uint64, t0 time.Time) result {
-	r := result{id: id, start: time.Since(t0), sent: true}
+// call sends logical call id through d and reads the answer to its end;
+// start is when it was launched, relative to t0.
+func call(ctx context.Context, o Options, d benchmarks.Doer, url string, id uint64, t0 time.Time, start time.Duration) result {
+	r := result{id: id, start: start, sent: true}
 	ctx, cancel := context.WithTimeout(ctx, o.CallTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -230,7 +231,7 @@ func closedLoop(ctx context.Context, o Options, s benchmarks.Stack, srv *Server,
 				if i >= int64(n) || ctx.Err() != nil {
 					return
 				}
-				out[i] = call(ctx, o, s.Doer, srv.URL, uint64(i+1), t0)
+				out[i] = call(ctx, o, s.Doer, srv.URL, uint64(i+1), t0, time.Since(t0))
 			}
 		})
 	}
@@ -266,28 +267,33 @@ func runOutage(ctx context.Context, o Options, s benchmarks.Stack, srv *Server, 
 		dropped  int
 		downAt   time.Duration = -1
 		upAt     time.Duration = -1
+		// launched counts the calls launched in the current phase: a
+		// phase ends only after at least one, however late the ticks
+		// come on a loaded machine.
+		launched int
 	)
 	t0 := time.Now()
 	tick := time.NewTicker(o.Interval)
 	var id uint64
+loop:
 	for ctx.Err() == nil {
 		now := time.Since(t0)
 		// The phases switch on the loop's own goroutine, just before a
 		// call is launched, so a call is in the outage exactly when it
-		// started at or after downAt and before upAt.
-		if downAt < 0 && now >= o.Warmup {
+		// was launched at or after downAt and before upAt.
+		switch {
+		case downAt < 0 && now >= o.Warmup:
 			srv.Set(Fault{Down: true})
-			downAt = time.Since(t0)
-		}
-		if downAt >= 0 && upAt < 0 && now >= o.Warmup+o.Outage {
+			downAt, launched = time.Since(t0), 0
+		case downAt >= 0 && upAt < 0 && launched > 0 && now >= o.Warmup+o.Outage:
 			srv.Set(healthy)
-			upAt = time.Since(t0)
-		}
-		if now >= o.Warmup+o.Outage+o.After {
-			break
+			upAt, launched = time.Since(t0), 0
+		case upAt >= 0 && launched > 0 && now >= o.Warmup+o.Outage+o.After:
+			break loop
 		}
 		id++
-		callID := id
+		callID, start := id, time.Since(t0)
+		launched++
 		if inFlight.Load() >= int64(o.MaxInFlight) {
 			if downAt >= 0 && upAt < 0 {
 				dropped++
@@ -296,7 +302,7 @@ func runOutage(ctx context.Context, o Options, s benchmarks.Stack, srv *Server, 
 			inFlight.Add(1)
 			wg.Go(func() {
 				defer inFlight.Add(-1)
-				r := call(ctx, o, s.Doer, srv.URL, callID, t0)
+				r := call(ctx, o, s.Doer, srv.URL, callID, t0, start)
 				mu.Lock()
 				rs = append(rs, r)
 				mu.Unlock()
@@ -309,7 +315,11 @@ func runOutage(ctx context.Context, o Options, s benchmarks.Stack, srv *Server, 
 	}
 	tick.Stop()
 	wg.Wait()
+	summarize(o, srv, rs, downAt, upAt, dropped, row)
+}
 
+// summarize fills row.Outage from the outage's calls.
+func summarize(o Options, srv *Server, rs []result, downAt, upAt time.Duration, dropped int, row *Row) {
 	out := Outage{Dropped: dropped, FirstFastFail: -1, Recovery: -1}
 	var during []result
 	for _, r := range rs {
