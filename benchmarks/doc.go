@@ -10,6 +10,12 @@
 //	cd benchmarks
 //	go test -run Equivalent ./...             # the stacks behave alike
 //	go test -run '^$' -bench . -benchmem      # the comparison
+//	go run ./cmd/scenarios                    # what resilience is for
+//
+// The last is the scenario harness (package scenario): the stacks against a
+// real loopback server that injects its own faults (transient 503s, a
+// heavy latency tail, a hard outage and the recovery after it), printed as
+// one table; `go test ./scenario` runs it with tiny counts.
 //
 // TestEquivalent proves the stacks alike (attempt counts, superseded
 // response bodies closed, the last body intact) before their numbers are

@@ -98,6 +98,25 @@ func (b *trackedBody) Close() error {
 	return nil
 }
 
+// equivalenceCase is one script of TestEquivalent and what every stack
+// must do with it.
+type equivalenceCase struct {
+	name         string
+	method, body string
+	script       []step
+	wantAttempts int
+	wantStatus   int // 0: want an error
+}
+
+var equivalenceCases = []equivalenceCase{
+	{"200", "GET", "", []step{{status: 200}}, 1, 200},
+	{"503,503,200", "GET", "", []step{{status: 503}, {status: 503}, {status: 200}}, 3, 200},
+	{"503x5 exhausts", "GET", "", []step{{status: 503}}, benchmarks.MaxRetries + 1, 503},
+	{"transport error x5 exhausts", "GET", "", []step{{err: errReset}}, benchmarks.MaxRetries + 1, 0},
+	{"404 not retried", "GET", "", []step{{status: 404}}, 1, 404},
+	{"POST 503,200 replays body", "POST", "0123456789", []step{{status: 503}, {status: 200}}, 2, 200},
+}
+
 // TestEquivalent proves that the stacks compared by the benchmarks behave
 // alike under the shared policy before their numbers are compared: for each
 // script, the number of attempts, the outcome (the final status, or an
@@ -106,75 +125,67 @@ func (b *trackedBody) Close() error {
 // the last attempt's), and that a POST body is replayed whole. switchboard's
 // "defaults" stack is left out: its 500ms backoff would make this test sleep.
 func TestEquivalent(t *testing.T) {
-	tests := []struct {
-		name         string
-		method, body string
-		script       []step
-		wantAttempts int
-		wantStatus   int // 0: want an error
-	}{
-		{"200", "GET", "", []step{{status: 200}}, 1, 200},
-		{"503,503,200", "GET", "", []step{{status: 503}, {status: 503}, {status: 200}}, 3, 200},
-		{"503x5 exhausts", "GET", "", []step{{status: 503}}, benchmarks.MaxRetries + 1, 503},
-		{"transport error x5 exhausts", "GET", "", []step{{err: errReset}}, benchmarks.MaxRetries + 1, 0},
-		{"404 not retried", "GET", "", []step{{status: 404}}, 1, 404},
-		{"POST 503,200 replays body", "POST", "0123456789", []step{{status: 503}, {status: 200}}, 2, 200},
-	}
 	names := []string{benchmarks.NameSwitchboard, benchmarks.NameFailsafe, benchmarks.NameRetryableHTTP, benchmarks.NameHeimdall, benchmarks.NameMinimal}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			for _, tt := range tests {
+			for _, tt := range equivalenceCases {
 				t.Run(tt.name, func(t *testing.T) {
 					rt := &scriptRT{script: tt.script}
-					stack := stackNamed(t, name, rt)
-					var body io.Reader
-					if tt.body != "" {
-						body = strings.NewReader(tt.body)
-					}
-					req, err := http.NewRequest(tt.method, "http://svc.test/v1/items", body)
-					if err != nil {
-						t.Fatal(err)
-					}
-					resp, err := stack.Doer.Do(req)
-					attempts, _, _ := rt.counts()
-					if attempts != tt.wantAttempts {
-						t.Errorf("attempts: got %d, want %d", attempts, tt.wantAttempts)
-					}
-					if tt.wantStatus == 0 {
-						if err == nil {
-							resp.Body.Close()
-							t.Fatalf("got status %d, want an error", resp.StatusCode)
-						}
-					} else {
-						if err != nil {
-							t.Fatalf("got error %v, want status %d", err, tt.wantStatus)
-						}
-						if resp.StatusCode != tt.wantStatus {
-							t.Errorf("status: got %d, want %d", resp.StatusCode, tt.wantStatus)
-						}
-						got, rerr := io.ReadAll(resp.Body)
-						resp.Body.Close()
-						if want := fmt.Sprintf("attempt %d", attempts); rerr != nil || string(got) != want {
-							t.Errorf("final body: got %q (err %v), want %q", got, rerr, want)
-						}
-					}
-					_, opened, closed := rt.counts()
-					if opened != closed {
-						t.Errorf("bodies: %d opened, %d closed; want all closed", opened, closed)
-					}
-					for i, open := range rt.openAtStart {
-						if open != 0 {
-							t.Errorf("attempt %d started with %d earlier bodies open, want 0", i+1, open)
-						}
-					}
-					for i, sent := range rt.bodies {
-						if sent != tt.body {
-							t.Errorf("attempt %d sent body %q, want %q", i+1, sent, tt.body)
-						}
-					}
+					checkEquivalent(t, stackNamed(t, name, rt), rt, tt)
 				})
 			}
 		})
+	}
+}
+
+// checkEquivalent sends tt's request through stack, whose base is rt, and
+// checks what TestEquivalent's doc lists.
+func checkEquivalent(t *testing.T, stack benchmarks.Stack, rt *scriptRT, tt equivalenceCase) {
+	t.Helper()
+	var body io.Reader
+	if tt.body != "" {
+		body = strings.NewReader(tt.body)
+	}
+	req, err := http.NewRequest(tt.method, "http://svc.test/v1/items", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := stack.Doer.Do(req)
+	attempts, _, _ := rt.counts()
+	if attempts != tt.wantAttempts {
+		t.Errorf("attempts: got %d, want %d", attempts, tt.wantAttempts)
+	}
+	if tt.wantStatus == 0 {
+		if err == nil {
+			resp.Body.Close()
+			t.Fatalf("got status %d, want an error", resp.StatusCode)
+		}
+	} else {
+		if err != nil {
+			t.Fatalf("got error %v, want status %d", err, tt.wantStatus)
+		}
+		if resp.StatusCode != tt.wantStatus {
+			t.Errorf("status: got %d, want %d", resp.StatusCode, tt.wantStatus)
+		}
+		got, rerr := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := fmt.Sprintf("attempt %d", attempts); rerr != nil || string(got) != want {
+			t.Errorf("final body: got %q (err %v), want %q", got, rerr, want)
+		}
+	}
+	_, opened, closed := rt.counts()
+	if opened != closed {
+		t.Errorf("bodies: %d opened, %d closed; want all closed", opened, closed)
+	}
+	for i, open := range rt.openAtStart {
+		if open != 0 {
+			t.Errorf("attempt %d started with %d earlier bodies open, want 0", i+1, open)
+		}
+	}
+	for i, sent := range rt.bodies {
+		if sent != tt.body {
+			t.Errorf("attempt %d sent body %q, want %q", i+1, sent, tt.body)
+		}
 	}
 }
 

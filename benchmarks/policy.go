@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"time"
 )
@@ -26,6 +27,60 @@ const (
 	// maxDrain bounds how much of a superseded body is read before Close.
 	maxDrain = 64 << 10
 )
+
+// Policy is the resilience policy a stack is configured to, as far as its
+// library can express it. The benchmarks use BenchPolicy (tiny backoffs, so
+// that they measure the libraries, not sleeping); the scenarios use
+// switchboard's built-in retry schedule (see the scenario package).
+type Policy struct {
+	// MaxRetries is how many retries follow a failed first attempt.
+	MaxRetries int
+	// InitialBackoff caps the delay before the first retry; each further
+	// retry doubles the cap, up to MaxBackoff. Zero means no delay.
+	InitialBackoff, MaxBackoff time.Duration
+	// FullJitter draws each delay uniformly in [0, cap] (switchboard's
+	// default, "full jitter"); false waits the cap itself.
+	FullJitter bool
+	// FailureThreshold is how many failed logical calls in a row open a
+	// breaker, where the stack has one.
+	FailureThreshold int
+	// Cooldown is how long an open breaker rejects calls before a probe.
+	Cooldown time.Duration
+}
+
+// BenchPolicy is the benchmarks' policy with backoff as the first retry's
+// delay: MaxRetries, doubling up to MaxBackoff, no jitter, a breaker of
+// FailureThreshold and Cooldown.
+func BenchPolicy(backoff time.Duration) Policy {
+	return Policy{
+		MaxRetries: MaxRetries, InitialBackoff: backoff, MaxBackoff: MaxBackoff,
+		FailureThreshold: FailureThreshold, Cooldown: Cooldown,
+	}
+}
+
+// Delay returns the delay before retry n (1-based) under p: its cap
+// InitialBackoff·2^(n-1), at most MaxBackoff, or a uniform draw below the
+// cap with FullJitter.
+func (p Policy) Delay(n int) time.Duration {
+	n = min(max(n, 1), 31)
+	c := p.InitialBackoff
+	for i := 1; i < n && c < p.MaxBackoff; i++ {
+		c *= 2
+	}
+	c = min(c, p.MaxBackoff)
+	if p.FullJitter {
+		return fullJitter(c)
+	}
+	return c
+}
+
+// fullJitter returns a uniform draw in [0, d].
+func fullJitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return rand.N(d + 1)
+}
 
 // Retryable is the shared retry decision: a transport error that is not a
 // cancellation or deadline of the caller, or status 429, 502, 503 or 504.

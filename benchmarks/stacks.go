@@ -9,6 +9,7 @@ import (
 	"github.com/failsafe-go/failsafe-go"
 	"github.com/failsafe-go/failsafe-go/circuitbreaker"
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
+	"github.com/failsafe-go/failsafe-go/hedgepolicy"
 	"github.com/failsafe-go/failsafe-go/retrypolicy"
 	"github.com/gojek/heimdall/v7"
 	"github.com/gojek/heimdall/v7/httpclient"
@@ -38,6 +39,7 @@ const (
 	NameSwitchboard   = "switchboard-all"
 	NameDefaults      = "switchboard-defaults"
 	NameFailsafe      = "failsafe-go"
+	NameFailsafeHedge = "failsafe-go-hedge"
 	NameRetryableHTTP = "go-retryablehttp"
 	NameHeimdall      = "heimdall"
 	NameMinimal       = "minimal"
@@ -140,19 +142,53 @@ func Bare(base http.RoundTripper) Stack {
 }
 
 // Failsafe is failsafehttp's RoundTripper with a circuit breaker (outer,
-// one outcome per logical call) around a retry policy. failsafe-go does not
-// close the responses it retries, so an OnRetryScheduled listener drains and
-// closes them; ReturnLastFailure returns the last response on exhaustion
-// instead of a retrypolicy.ExceededError. A zero backoff leaves failsafe's
-// default, no delay (WithBackoff rejects zero).
+// one outcome per logical call) around a retry policy, to the benchmark
+// policy with backoff as the first delay: see FailsafeWith.
 func Failsafe(base http.RoundTripper, backoff time.Duration) Stack {
+	return FailsafeWith(base, BenchPolicy(backoff))
+}
+
+// FailsafeWith is Failsafe to policy p. failsafe-go does not close the
+// responses it retries, so an OnRetryScheduled listener drains and closes
+// them; ReturnLastFailure returns the last response on exhaustion instead
+// of a retrypolicy.ExceededError. A zero InitialBackoff leaves failsafe's
+// default, no delay (WithBackoff rejects zero). Full jitter is failsafe's
+// jitter factor 1 (a delay uniform in (0, 2d]) over a backoff of half the
+// policy's, which gives the policy's (0, d] exactly.
+func FailsafeWith(base http.RoundTripper, p Policy) Stack {
 	rt, closeIdle := own(base)
+	return Stack{Name: NameFailsafe, Doer: &http.Client{Transport: failsafehttp.NewRoundTripper(rt, failsafePolicies(p)...)}, Close: closeIdle}
+}
+
+// FailsafeHedge is FailsafeWith plus failsafe-go's hedge policy innermost
+// (With(breaker, retry, hedge)): each attempt of the retry policy sends a
+// copy after delay, at most one, and the first answer that retry would not
+// retry wins (CancelIf); a retryable one waits for the other copy. This is
+// failsafe-go's documented composition, the closest it has to hedging in
+// place of retry. Losers are cancelled by failsafe-go; their bodies are
+// not closed by it.
+func FailsafeHedge(base http.RoundTripper, p Policy, delay time.Duration) Stack {
+	rt, closeIdle := own(base)
+	hedge := hedgepolicy.NewBuilderWithDelay[*http.Response](delay).
+		WithMaxHedges(1).
+		CancelIf(func(resp *http.Response, err error) bool { return !Retryable(resp, err) }).
+		Build()
+	policies := append(failsafePolicies(p), hedge)
+	return Stack{Name: NameFailsafeHedge, Doer: &http.Client{Transport: failsafehttp.NewRoundTripper(rt, policies...)}, Close: closeIdle}
+}
+
+// failsafePolicies returns FailsafeWith's breaker and retry policy, outer
+// first.
+func failsafePolicies(p Policy) []failsafe.Policy[*http.Response] {
 	rb := retrypolicy.NewBuilder[*http.Response]().
 		HandleIf(Retryable).
 		AbortOnErrors(context.Canceled).
-		WithMaxRetries(MaxRetries)
-	if backoff > 0 {
-		rb = rb.WithBackoff(backoff, MaxBackoff)
+		WithMaxRetries(p.MaxRetries)
+	switch {
+	case p.InitialBackoff > 0 && p.FullJitter:
+		rb = rb.WithBackoff(p.InitialBackoff/2, p.MaxBackoff/2).WithJitterFactor(1)
+	case p.InitialBackoff > 0:
+		rb = rb.WithBackoff(p.InitialBackoff, p.MaxBackoff)
 	}
 	retry := rb.
 		WithDelayFunc(failsafehttp.DelayFunc).
@@ -161,24 +197,42 @@ func Failsafe(base http.RoundTripper, backoff time.Duration) Stack {
 		Build()
 	breaker := circuitbreaker.NewBuilder[*http.Response]().
 		HandleIf(BreakerFailure).
-		WithFailureThreshold(FailureThreshold).
-		WithDelay(Cooldown).
+		WithFailureThreshold(uint(p.FailureThreshold)).
+		WithDelay(p.Cooldown).
 		Build()
-	return Stack{Name: NameFailsafe, Doer: &http.Client{Transport: failsafehttp.NewRoundTripper(rt, breaker, retry)}, Close: closeIdle}
+	return []failsafe.Policy[*http.Response]{breaker, retry}
 }
 
-// RetryableHTTP is go-retryablehttp's StandardClient: an *http.Client whose
-// transport converts each request and runs the retrying client, which sends
-// it through an inner *http.Client. No breaker (the library has none); the
-// default stderr logger is off; PassthroughErrorHandler returns the last
-// response on exhaustion instead of closing it and returning an error.
+// RetryableHTTP is go-retryablehttp's StandardClient to the benchmark
+// policy with backoff as the first delay: see RetryableHTTPWith.
 func RetryableHTTP(base http.RoundTripper, backoff time.Duration) Stack {
+	return RetryableHTTPWith(base, BenchPolicy(backoff))
+}
+
+// RetryableHTTPWith is go-retryablehttp's StandardClient to policy p: an
+// *http.Client whose transport converts each request and runs the retrying
+// client, which sends it through an inner *http.Client. No breaker (the
+// library has none); the default stderr logger is off;
+// PassthroughErrorHandler returns the last response on exhaustion instead
+// of closing it and returning an error. Its DefaultBackoff is p's schedule
+// without jitter (and honours Retry-After); for full jitter a Backoff func
+// draws below DefaultBackoff's delay, unless Retry-After set it.
+func RetryableHTTPWith(base http.RoundTripper, p Policy) Stack {
 	rt, closeIdle := own(base)
 	c := retryablehttp.NewClient()
 	c.HTTPClient = &http.Client{Transport: rt}
 	c.Logger = nil
-	c.RetryMax = MaxRetries
-	c.RetryWaitMin, c.RetryWaitMax = backoff, MaxBackoff
+	c.RetryMax = p.MaxRetries
+	c.RetryWaitMin, c.RetryWaitMax = p.InitialBackoff, p.MaxBackoff
+	if p.FullJitter {
+		c.Backoff = func(lo, hi time.Duration, n int, resp *http.Response) time.Duration {
+			d := retryablehttp.DefaultBackoff(lo, hi, n, resp)
+			if resp != nil && resp.Header.Get("Retry-After") != "" {
+				return d
+			}
+			return fullJitter(d)
+		}
+	}
 	c.CheckRetry = func(ctx context.Context, resp *http.Response, err error) (bool, error) {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
@@ -189,19 +243,26 @@ func RetryableHTTP(base http.RoundTripper, backoff time.Duration) Stack {
 	return Stack{Name: NameRetryableHTTP, Doer: c.StandardClient(), Close: closeIdle}
 }
 
-// Heimdall is heimdall's httpclient over an *http.Client without a timeout
-// (heimdall's own default would set a 30s http.Client.Timeout). Heimdall
-// retries every transport error and every status >= 500 (not 429) and has
-// no predicate to change that; its backoffs count in whole milliseconds, so
-// a RetrierFunc gives it the shared microsecond schedule. Its breaker lives
-// in the separate hystrix plugin (afex/hystrix-go, global state, a
-// goroutine per call), left out.
+// Heimdall is heimdall's httpclient to the benchmark policy with backoff
+// as the first delay: see HeimdallWith.
 func Heimdall(base http.RoundTripper, backoff time.Duration) Stack {
+	return HeimdallWith(base, BenchPolicy(backoff))
+}
+
+// HeimdallWith is heimdall's httpclient over an *http.Client without a
+// timeout (heimdall's own default would set a 30s http.Client.Timeout), to
+// policy p. Heimdall retries every transport error and every status >= 500
+// (not 429) and has no predicate to change that; it sleeps the backoff
+// after the last attempt too, and its sleeps ignore the request's context.
+// Its backoffs count in whole milliseconds, so a RetrierFunc gives it p's
+// schedule. Its breaker lives in the separate hystrix plugin
+// (afex/hystrix-go, global state, a goroutine per call), left out.
+func HeimdallWith(base http.RoundTripper, p Policy) Stack {
 	rt, closeIdle := own(base)
 	c := httpclient.NewClient(
 		httpclient.WithHTTPClient(&http.Client{Transport: rt}),
-		httpclient.WithRetryCount(MaxRetries),
-		httpclient.WithRetrier(heimdall.NewRetrierFunc(func(retry int) time.Duration { return Backoff(backoff, retry+1) })),
+		httpclient.WithRetryCount(p.MaxRetries),
+		httpclient.WithRetrier(heimdall.NewRetrierFunc(func(retry int) time.Duration { return p.Delay(retry + 1) })),
 	)
 	return Stack{Name: NameHeimdall, Doer: c, Close: closeIdle}
 }

@@ -1,0 +1,21 @@
+// Package scenario measures what resilience is for: each stack of the
+// comparison (see Names) against a real loopback server (httptest on
+// 127.0.0.1) that injects faults of its own, decided per attempt on the
+// server side, so the clients meet them as they would meet real ones.
+//
+//	transient   20 % of attempts 503          → share of logical calls that succeed
+//	heavy tail  1 % of attempts 500ms, else 2ms → p50, p99, p99.9 of the logical call
+//	outage      every attempt 503 for 5s,     → attempts per call (load amplification),
+//	            a call every 10ms               time until a call fails fast, p50
+//	recovery    the backend back              → time until the first success
+//
+// Each scenario gets a fresh server (seeded: every stack sees the same
+// sequence of faults) and a fresh stack (no breaker or budget state carried
+// over). The server counts attempts per logical call by a header the
+// caller sets (CallHeader), whatever the stack does in between.
+//
+// Run is bounded: fixed call counts, fixed phases, a deadline on every call;
+// it returns when every call has ended. Full() is the README's run
+// (`go run ./cmd/scenarios`, about two minutes on 2 cores); Smoke() is CI's,
+// a few seconds, whose test checks structure and never numbers.
+package scenario
