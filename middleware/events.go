@@ -22,6 +22,7 @@ const (
 	EventTimeoutExceeded      = "timeout.exceeded"
 	EventConfigReloaded       = "config.reloaded"
 	EventConfigRejected       = "config.rejected"
+	EventConfigUnchanged      = "config.unchanged"
 	EventFaultInjected        = "fault.injected"
 )
 
