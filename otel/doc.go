@@ -48,7 +48,7 @@
 //	                                                                    (none for config.* events)                 retry.attempt, circuit.opened, …)
 //	switchboard.config.reloads         Int64Counter        {reload}     switchboard.reload.outcome:                each reload attempt: config.reloaded,
 //	                                                                    applied | rejected | skipped               config.rejected, config.unchanged
-//	switchboard.circuit_breaker.state  Int64ObservableGauge 1           switchboard.client,                        every collection, from the first, per
+//	switchboard.circuit_breaker.state  Int64ObservableGauge {state}       switchboard.client,                        every collection, from the first, per
 //	                                                                    switchboard.circuit_breaker.host (scope    breaker: 1 for the current state, 0 for
 //	                                                                    host only), switchboard.circuit_breaker.   the other two
 //	                                                                    state: closed | half_open | open

@@ -61,7 +61,7 @@ func (t *Telemetry) instruments() error {
 	t.reloads, err = m.Int64Counter(MetricReloads, metric.WithUnit("{reload}"),
 		metric.WithDescription("Configuration reload attempts by outcome: applied, rejected, skipped."))
 	keep(err)
-	t.breakerState, err = m.Int64ObservableGauge(MetricBreakerState, metric.WithUnit("1"),
+	t.breakerState, err = m.Int64ObservableGauge(MetricBreakerState, metric.WithUnit("{state}"),
 		metric.WithDescription("1 for the circuit breaker's current state, 0 for the other two."))
 	keep(err)
 	t.bulkheadInUse, err = m.Int64ObservableGauge(MetricBulkheadInUse, metric.WithUnit("{request}"),
