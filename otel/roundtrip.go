@@ -115,8 +115,10 @@ func (c *callRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	addr, port := t.server(req.URL)
 	start := time.Now()
 	ctx, span := t.tracer.Start(ctx, CallSpanName, trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(append(common(make([]attribute.KeyValue, 0, 5), client, m, addr, port),
-			semconv.URLFull(middleware.RedactURL(req.URL)))...))
+		trace.WithAttributes(common(make([]attribute.KeyValue, 0, 4), client, m, addr, port)...))
+	if span.IsRecording() { // a span sampled out costs no URL string
+		span.SetAttributes(semconv.URLFull(middleware.RedactURL(req.URL)))
+	}
 	ctx = context.WithValue(ctx, callKey{}, c)
 	resp, err := c.next.RoundTrip(req.WithContext(ctx))
 	elapsed := time.Since(start).Seconds()
@@ -150,13 +152,15 @@ func (a *attemptRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	m := method(req.Method)
 	addr, port := t.server(req.URL)
 	n := middleware.AttemptFrom(ctx)
-	startAttrs := append(common(make([]attribute.KeyValue, 0, 6), client, m, addr, port),
-		semconv.URLFull(middleware.RedactURL(req.URL)))
+	startAttrs := common(make([]attribute.KeyValue, 0, 5), client, m, addr, port)
 	if n > 1 {
 		startAttrs = append(startAttrs, semconv.HTTPRequestResendCount(n-1))
 	}
 	start := time.Now()
 	ctx, span := t.tracer.Start(ctx, m, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(startAttrs...))
+	if span.IsRecording() {
+		span.SetAttributes(semconv.URLFull(middleware.RedactURL(req.URL)))
+	}
 	areq := req.WithContext(ctx)
 	if areq.Header == nil {
 		areq.Header = make(http.Header)
