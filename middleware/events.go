@@ -22,8 +22,8 @@ const (
 	EventTimeoutExceeded      = "timeout.exceeded"
 	EventConfigReloaded       = "config.reloaded"
 	EventConfigRejected       = "config.rejected"
-	EventFaultInjected        = "fault.injected"
 	EventConfigUnchanged      = "config.unchanged"
+	EventFaultInjected        = "fault.injected"
 )
 
 // Event is one thing that happened in a pipeline, as handed to an Observer.
