@@ -220,3 +220,37 @@ func TestGroupEventsCarryClientAndGroup(t *testing.T) {
 		t.Fatalf("events: got %+v, want circuit.opened by b and circuit.rejected for a, both in group g", got)
 	}
 }
+
+// HooksFor gives each client hooks made for its name (an integration that
+// labels by client), inside Hooks and outside ClientHooks.
+func TestHooksForLabelsEachClient(t *testing.T) {
+	var mu sync.Mutex
+	var order []string
+	mark := func(what string) middleware.Middleware {
+		return func(next http.RoundTripper) http.RoundTripper {
+			return middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+				mu.Lock()
+				order = append(order, what)
+				mu.Unlock()
+				return next.RoundTrip(req)
+			})
+		}
+	}
+	r, err := factory.New(groupConfig(map[string]config.ClientConfig{"a": config.Default(), "b": config.Default()}), factory.Options{
+		Logger:      discard(),
+		Base:        fakert.Status(200),
+		Hooks:       factory.Hooks{Outer: []middleware.Middleware{mark("all")}},
+		HooksFor:    func(name string) factory.Hooks { return factory.Hooks{Outer: []middleware.Middleware{mark("for:" + name)}} },
+		ClientHooks: map[string]factory.Hooks{"b": {Outer: []middleware.Middleware{mark("own:b")}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	getErr(r.Get("a"), "http://svc.test/")
+	getErr(r.Get("b"), "http://svc.test/")
+	want := []string{"all", "for:a", "all", "for:b", "own:b"}
+	if strings.Join(order, ",") != strings.Join(want, ",") {
+		t.Fatalf("hooks ran %v, want %v", order, want)
+	}
+}

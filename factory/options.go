@@ -69,6 +69,13 @@ type Options struct {
 	Base http.RoundTripper
 	// Hooks are code-only settings applied to every client.
 	Hooks Hooks
+	// HooksFor, when not nil, returns code-only settings for the client
+	// called name, applied inside Hooks and outside ClientHooks[name]: for
+	// integrations that label what they see by client (tracing, metrics)
+	// without a hook per name. It is called each time a pipeline of the
+	// client is built (at load and at each reload that changes the client),
+	// with the registry's lock held: it must not call the Registry.
+	HooksFor func(name string) Hooks
 	// ClientHooks are code-only settings of named clients, applied inside
 	// the ones of Hooks.
 	ClientHooks map[string]Hooks

@@ -93,20 +93,7 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	}
 
 	ev := &middleware.Events{Client: name, Logger: r.log, Observer: r.opts.Observer}
-	all, own := r.opts.Hooks, r.opts.ClientHooks[name]
-	h := all
-	if own.ShouldRetry != nil {
-		h.ShouldRetry = own.ShouldRetry
-	}
-	if own.IsFailure != nil {
-		h.IsFailure = own.IsFailure
-	}
-	if own.OnStateChange != nil {
-		h.OnStateChange = own.OnStateChange
-	}
-	if own.FaultSeed != 0 {
-		h.FaultSeed = own.FaultSeed
-	}
+	h := r.hooks(name)
 	retunes = append(retunes, r.components(p, old, cp, ev, h, gt)...)
 
 	// The layers, outermost first, as DESIGN.md's pipeline draws them. Every
@@ -115,8 +102,7 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	tmo := middleware.TimeoutOptions{Events: ev}
 	layers := make([]middleware.Middleware, 0, 16)
 	layers = append(layers, middleware.RedactErrors())
-	layers = append(layers, all.Outer...)
-	layers = append(layers, own.Outer...)
+	layers = append(layers, h.Outer...)
 	layers = append(layers, middleware.Timeout(c.Timeout, tmo))
 	if p.breaker != nil {
 		layers = append(layers, p.breaker.MiddlewareFor(r.events(name, p.groups[0])))
@@ -130,8 +116,7 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 		}),
 		middleware.AttemptTimeout(c.Retry.AttemptTimeout, tmo),
 	)
-	layers = append(layers, all.Attempt...)
-	layers = append(layers, own.Attempt...)
+	layers = append(layers, h.Attempt...)
 	if p.limiter != nil {
 		layers = append(layers, p.limiter.MiddlewareFor(r.events(name, p.groups[2])))
 	}
@@ -143,6 +128,36 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	)
 	p.rt = middleware.Chain(layers...)(bottom)
 	return p, retunes, nil
+}
+
+// hooks returns the hooks of client name: Options.Hooks, then
+// Options.HooksFor(name), then Options.ClientHooks[name]. Middleware add
+// up in that order, outermost first; a later func or seed replaces an
+// earlier one.
+func (r *Registry) hooks(name string) Hooks {
+	h := Hooks{}
+	layers := []Hooks{r.opts.Hooks}
+	if r.opts.HooksFor != nil {
+		layers = append(layers, r.opts.HooksFor(name))
+	}
+	layers = append(layers, r.opts.ClientHooks[name])
+	for _, l := range layers {
+		h.Outer = append(h.Outer, l.Outer...)
+		h.Attempt = append(h.Attempt, l.Attempt...)
+		if l.ShouldRetry != nil {
+			h.ShouldRetry = l.ShouldRetry
+		}
+		if l.IsFailure != nil {
+			h.IsFailure = l.IsFailure
+		}
+		if l.OnStateChange != nil {
+			h.OnStateChange = l.OnStateChange
+		}
+		if l.FaultSeed != 0 {
+			h.FaultSeed = l.FaultSeed
+		}
+	}
+	return h
 }
 
 // components gives p its stateful components as cp plans them, and the
