@@ -7,10 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
-
-	"github.com/knadh/koanf/v2"
 )
 
 // Source is a layer of configuration kept somewhere other than the file,
@@ -84,79 +81,6 @@ func ReadSource(ctx context.Context, src Source) (tree map[string]any, err error
 // be safe to call once from any goroutine.
 type Watchable interface {
 	Watch(notify func()) (stop func(), err error)
-}
-
-// KoanfSource returns a Source named name that reads provider p through a
-// fresh koanf instance on every Read: with parser pa when it is not nil
-// (p.ReadBytes, then pa.Unmarshal: pass koanf's yaml parser for a provider
-// of YAML bytes, such as a Consul key or an S3 object holding a
-// clients.yaml), or p.Read otherwise (a tree of keys, such as Consul or
-// etcd keys under a prefix). Flat keys delimited by "." are nested, so
-// "clients.billing.retry.max_retries" works too.
-//
-// When p can watch, as koanf's file, consul and etcd providers can (a
-// method Watch(func(event any, err error)) error), the Source is Watchable:
-// every event and every watch error makes a reload due (the reload reports
-// the error, if reading fails). Its stop calls p's Unwatch() when p has
-// one; otherwise it only stops the notifications, and the provider's own
-// goroutine runs on. The Source is safe for concurrent use when p (and pa)
-// are.
-func KoanfSource(name string, p koanf.Provider, pa koanf.Parser) Source {
-	s := &koanfSource{name: name, p: p, pa: pa}
-	if w, ok := p.(koanfWatcher); ok {
-		return &watchableKoanfSource{koanfSource: s, w: w}
-	}
-	return s
-}
-
-// koanfWatcher is the watch method of koanf's watching providers.
-type koanfWatcher interface {
-	Watch(cb func(event any, err error)) error
-}
-
-type koanfSource struct {
-	name string
-	p    koanf.Provider
-	pa   koanf.Parser
-}
-
-func (s *koanfSource) Name() string { return s.name }
-
-func (s *koanfSource) Read() (map[string]any, error) {
-	k := koanf.New(".")
-	if err := k.Load(s.p, s.pa); err != nil {
-		return nil, err
-	}
-	return k.Raw(), nil
-}
-
-type watchableKoanfSource struct {
-	*koanfSource
-	w koanfWatcher
-}
-
-func (s *watchableKoanfSource) Watch(notify func()) (func(), error) {
-	var mu sync.Mutex
-	on := true
-	err := s.w.Watch(func(any, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if on {
-			notify()
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("watch config source %s: %w", s.name, err)
-	}
-	stop := func() {
-		mu.Lock()
-		on = false
-		mu.Unlock()
-		if u, ok := s.w.(interface{ Unwatch() error }); ok {
-			_ = u.Unwatch() // nothing useful to do with it at shutdown
-		}
-	}
-	return stop, nil
 }
 
 // sourceLayer reads src and checks its tree like the file's. It returns the
