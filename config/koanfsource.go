@@ -132,7 +132,8 @@ func (s *koanfSource) raw() (map[string]any, error) {
 	if !s.viaRead.Load() {
 		b, err := s.p.ReadBytes()
 		if err == nil {
-			return s.pa.Unmarshal(b)
+			tree, err := s.pa.Unmarshal(b)
+			return tree, ContentError(err)
 		}
 		mp, rerr := s.p.Read()
 		if rerr != nil {
@@ -175,7 +176,7 @@ func (s *koanfSource) document(mp map[string]any) (map[string]any, error) {
 	}
 	tree, err := s.pa.Unmarshal(b)
 	if err != nil {
-		return nil, fmt.Errorf("key %s: %w", key, err)
+		return nil, ContentError(fmt.Errorf("key %s: %w", key, err))
 	}
 	return tree, nil
 }

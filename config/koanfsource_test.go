@@ -132,7 +132,10 @@ func TestKoanfSourceReadsADocumentThroughRead(t *testing.T) {
 	// Bad YAML names the key it came from.
 	p.err = nil
 	p.kv["/switchboard/clients.yaml"] = "clients: [unclosed"
-	mustFail(t, config.Loader{Sources: []config.Source{src}}, "key /switchboard/clients.yaml: ")
+	err := mustFail(t, config.Loader{Sources: []config.Source{src}}, "key /switchboard/clients.yaml: ")
+	if !errors.Is(err, config.ErrSourceContent) {
+		t.Fatalf("bad YAML: got %v, want an error matching ErrSourceContent", err)
+	}
 
 	// An empty document is an empty layer.
 	p.kv["/switchboard/clients.yaml"] = "  \n"
@@ -142,8 +145,11 @@ func TestKoanfSourceReadsADocumentThroughRead(t *testing.T) {
 func TestKoanfSourceReportsBothReadErrors(t *testing.T) {
 	p := &kvProvider{err: errors.New("connection refused")}
 	src := config.KoanfSource("kv", p, yaml.Parser())
-	mustFail(t, config.Loader{Sources: []config.Source{src}},
+	err := mustFail(t, config.Loader{Sources: []config.Source{src}},
 		"config source kv: kv provider does not support this method; through Read: connection refused")
+	if errors.Is(err, config.ErrSourceContent) {
+		t.Fatalf("unreachable store: got %v matching ErrSourceContent, want not", err)
+	}
 	// A key that is missing is no document.
 	p.err = nil
 	p.kv = map[string]any{}

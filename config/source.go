@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash"
 	"maps"
@@ -29,7 +30,9 @@ import (
 // the file: unknown keys, wrong types and bad values are *FieldErrors with
 // the full key path and SetBy "source <Name>", and Provenance records
 // Origin{Layer: LayerSource, Name: Name()}. A Read error fails the load,
-// which on a reload keeps the last good config serving.
+// which on a reload keeps the last good config serving. Wrap an error
+// about the content itself (a document that does not parse) with
+// ContentError, so a registry can tell it from an unreachable store.
 //
 // Name identifies the source in errors and provenance; it should be short
 // and stable ("consul", "etcd:/switchboard"). Read is called on every Load,
@@ -52,6 +55,31 @@ type ContextSource interface {
 	Source
 	ReadContext(ctx context.Context) (map[string]any, error)
 }
+
+// ErrSourceContent is matched (errors.Is) by a Source's Read error that
+// says the store answered, but with content that is no tree: a document
+// that does not parse. A store that cannot be reached is a different
+// failure. factory.Registry rejects a reload on such an error like one on a
+// bad value (the last good config serves, Status().LastError says why,
+// OnReload and config.rejected report it), where an unreachable store
+// makes it serve the Source's last good snapshot instead. Sources make
+// such errors with ContentError.
+var ErrSourceContent = errors.New("config source content is not a valid tree")
+
+// ContentError returns err marked as bad content (see ErrSourceContent):
+// its message is err's, and it matches both err and ErrSourceContent.
+// ContentError(nil) is nil.
+func ContentError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return contentError{err}
+}
+
+type contentError struct{ err error }
+
+func (e contentError) Error() string   { return e.err.Error() }
+func (e contentError) Unwrap() []error { return []error{e.err, ErrSourceContent} }
 
 // ReadSource reads src under ctx: through ReadContext when src is a
 // ContextSource, else through Read once ctx is checked (Read itself cannot

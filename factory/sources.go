@@ -2,6 +2,7 @@ package factory
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 
@@ -105,7 +106,9 @@ func (w *snapshotSource) Read() (map[string]any, error) {
 
 // ReadContext reads the Source (with ctx, if it takes one). When that
 // fails after Open, it returns the last good snapshot, marks the Source
-// stale and logs one WARN naming it.
+// stale and logs one WARN naming it; but an error matching
+// config.ErrSourceContent (the store answered with a bad document) is
+// returned, so the reload is rejected like one with a bad value.
 func (w *snapshotSource) ReadContext(ctx context.Context) (map[string]any, error) {
 	tree, err := config.ReadSource(ctx, w.src)
 	w.mu.Lock()
@@ -113,6 +116,12 @@ func (w *snapshotSource) ReadContext(ctx context.Context) (map[string]any, error
 	if err == nil {
 		w.read, w.stale, w.lastErr = tree, false, ""
 		return tree, nil
+	}
+	if errors.Is(err, config.ErrSourceContent) {
+		// The store answered with a bad document: a bad config, rejected
+		// like one, not an outage to ride out on the snapshot.
+		w.lastErr = redactText(err).Error()
+		return nil, err
 	}
 	if !w.fallback || !w.hasGood {
 		return nil, err

@@ -34,7 +34,8 @@ type Options struct {
 	ReadTimeout time.Duration
 	// AllowMissing makes an absent key (or a prefix with no key under it)
 	// an empty layer; false makes it an error naming the key, so that a
-	// typo in the key does not pass for "no shared settings".
+	// typo in the key does not pass for "no shared settings" (at Open, Open
+	// fails; at a reload, the reload is rejected).
 	AllowMissing bool
 	// Serializable reads from the member the client is connected to
 	// without a quorum round trip (clientv3.WithSerializable): a read still
@@ -143,10 +144,11 @@ func (s *Source) ReadContext(ctx context.Context) (map[string]any, error) {
 		if s.opts.AllowMissing {
 			return map[string]any{}, nil
 		}
+		// The store answered: a deleted key is a bad put, not an outage.
 		if s.prefix {
-			return nil, fmt.Errorf("%s: no key under it", s.what())
+			return nil, config.ContentError(fmt.Errorf("%s: no key under it", s.what()))
 		}
-		return nil, fmt.Errorf("%s: not found", s.what())
+		return nil, config.ContentError(fmt.Errorf("%s: not found", s.what()))
 	}
 	if s.prefix {
 		return s.tree(resp)
@@ -172,21 +174,24 @@ func (s *Source) saw(rev int64) {
 	}
 }
 
-// document parses one key's YAML value.
+// document parses one key's YAML value; a parse error is a
+// config.ContentError, so a registry rejects it as a bad put rather than
+// riding it out as an outage.
 func (s *Source) document(b []byte, rev int64) (map[string]any, error) {
 	if strings.TrimSpace(string(b)) == "" {
 		return map[string]any{}, nil
 	}
 	tree, err := yaml.Parser().Unmarshal(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s (revision %d): %w", s.what(), rev, err)
+		return nil, config.ContentError(fmt.Errorf("%s (revision %d): %w", s.what(), rev, err))
 	}
 	return tree, nil
 }
 
 // tree nests the keys under the prefix into one tree, with koanf's
 // maps.Unflatten. A key that is both a setting and a section of others
-// ("a/b" and "a/b/c") is an error naming both.
+// ("a/b" and "a/b/c") is an error naming both. Errors about the keys are
+// config.ContentError: a bad put, rejected as such by a registry.
 func (s *Source) tree(resp *clientv3.GetResponse) (map[string]any, error) {
 	flat := make(map[string]any, len(resp.Kvs))
 	from := make(map[string]string, len(resp.Kvs)) // dotted path → etcd key
@@ -195,7 +200,7 @@ func (s *Source) tree(resp *clientv3.GetResponse) (map[string]any, error) {
 		rest := strings.TrimLeft(strings.TrimPrefix(key, s.key), "/")
 		path := strings.ReplaceAll(rest, "/", ".")
 		if path == "" || slices.Contains(strings.Split(path, "."), "") {
-			return nil, fmt.Errorf("%s: key %s: want a setting path after the prefix, like clients/billing/timeout", s.what(), key)
+			return nil, config.ContentError(fmt.Errorf("%s: key %s: want a setting path after the prefix, like clients/billing/timeout", s.what(), key))
 		}
 		flat[path] = string(kv.Value)
 		from[path] = key
@@ -206,7 +211,7 @@ func (s *Source) tree(resp *clientv3.GetResponse) (map[string]any, error) {
 				continue
 			}
 			if other, ok := from[path[:i]]; ok {
-				return nil, fmt.Errorf("%s: key %s holds a value, so key %s cannot be under it", s.what(), other, from[path])
+				return nil, config.ContentError(fmt.Errorf("%s: key %s holds a value, so key %s cannot be under it", s.what(), other, from[path]))
 			}
 		}
 	}

@@ -63,6 +63,9 @@ func TestKeyReadsOneYAMLDocument(t *testing.T) {
 	loadErr(t, src, "clients.billing.retry.max_retries: must be >= 0, got -1 (set by source etcd:/switchboard/clients.yaml)")
 	put(t, cli, "/switchboard/clients.yaml", "clients:\n  billing:\n    retry: {max_retries: [\n")
 	loadErr(t, src, "config source etcd:/switchboard/clients.yaml: etcd key /switchboard/clients.yaml (revision ")
+	if _, err := src.Read(); !errors.Is(err, config.ErrSourceContent) {
+		t.Fatalf("Read of bad YAML: got %v, want an error matching config.ErrSourceContent", err)
+	}
 	put(t, cli, "/switchboard/clients.yaml", "clients:\n  billing:\n    retry: {max_retires: 2}\n")
 	loadErr(t, src, "clients.billing.retry.max_retires: unknown key (set by source etcd:/switchboard/clients.yaml); did you mean max_retries?")
 	put(t, cli, "/switchboard/clients.yaml", "# nothing shared yet\n")
