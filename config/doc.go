@@ -68,10 +68,12 @@
 // A Source is a layer kept elsewhere: a key-value or secret store, an
 // object, a service. Its tree has the file's shape and is checked like the
 // file (errors say "set by source <name>"); its values may also be text,
-// parsed like env values. KoanfSource adapts any koanf.Provider (koanf
-// ships Consul, etcd, Vault, S3, … as separate modules, which the
-// application imports, not switchboard); a Source that implements Watchable
-// makes factory.Open reload when it changes.
+// parsed like env values. KoanfSource and KoanfSourceWith adapt koanf's
+// providers of every shape (bytes with a parser, flat or nested trees, one
+// document under one key; koanf ships Consul, etcd, Vault, S3, … as
+// separate modules, which the application imports, not switchboard); a
+// Source that implements Watchable makes factory.Open reload when it
+// changes. The nested module sources/etcd has a ready etcd Source.
 //
 // # Flags
 //

@@ -2,15 +2,13 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash"
 	"maps"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
-
-	"github.com/knadh/koanf/v2"
 )
 
 // Source is a layer of configuration kept somewhere other than the file,
@@ -33,7 +31,9 @@ import (
 // the full key path and SetBy "source <Name>", and Provenance records
 // Origin{Layer: LayerSource, Name: Name()}. A Read error fails the Load;
 // a factory.Registry reloading then serves the Source's last good snapshot
-// instead (and a Source whose content is invalid rejects the reload). A
+// instead. Wrap an error about the content itself (a document that does
+// not parse) with ContentError, so a registry can tell it from an
+// unreachable store: it rejects the reload, as invalid content does. A
 // tree must not change after Read returned it: the registry keeps it as
 // that snapshot.
 //
@@ -58,6 +58,31 @@ type ContextSource interface {
 	Source
 	ReadContext(ctx context.Context) (map[string]any, error)
 }
+
+// ErrSourceContent is matched (errors.Is) by a Source's Read error that
+// says the store answered, but with content that is no tree: a document
+// that does not parse. A store that cannot be reached is a different
+// failure. factory.Registry rejects a reload on such an error like one on a
+// bad value (the last good config serves, Status().LastError says why,
+// OnReload and config.rejected report it), where an unreachable store
+// makes it serve the Source's last good snapshot instead. Sources make
+// such errors with ContentError.
+var ErrSourceContent = errors.New("config source content is not a valid tree")
+
+// ContentError returns err marked as bad content (see ErrSourceContent):
+// its message is err's, and it matches both err and ErrSourceContent.
+// ContentError(nil) is nil.
+func ContentError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return contentError{err}
+}
+
+type contentError struct{ err error }
+
+func (e contentError) Error() string   { return e.err.Error() }
+func (e contentError) Unwrap() []error { return []error{e.err, ErrSourceContent} }
 
 // ReadSource reads src under ctx: through ReadContext when src is a
 // ContextSource, else through Read once ctx is checked (Read itself cannot
@@ -87,79 +112,6 @@ func ReadSource(ctx context.Context, src Source) (tree map[string]any, err error
 // be safe to call once from any goroutine.
 type Watchable interface {
 	Watch(notify func()) (stop func(), err error)
-}
-
-// KoanfSource returns a Source named name that reads provider p through a
-// fresh koanf instance on every Read: with parser pa when it is not nil
-// (p.ReadBytes, then pa.Unmarshal: pass koanf's yaml parser for a provider
-// of YAML bytes, such as a Consul key or an S3 object holding a
-// clients.yaml), or p.Read otherwise (a tree of keys, such as Consul or
-// etcd keys under a prefix). Flat keys delimited by "." are nested, so
-// "clients.billing.retry.max_retries" works too.
-//
-// When p can watch, as koanf's file, consul and etcd providers can (a
-// method Watch(func(event any, err error)) error), the Source is Watchable:
-// every event and every watch error makes a reload due (the reload reports
-// the error, if reading fails). Its stop calls p's Unwatch() when p has
-// one; otherwise it only stops the notifications, and the provider's own
-// goroutine runs on. The Source is safe for concurrent use when p (and pa)
-// are.
-func KoanfSource(name string, p koanf.Provider, pa koanf.Parser) Source {
-	s := &koanfSource{name: name, p: p, pa: pa}
-	if w, ok := p.(koanfWatcher); ok {
-		return &watchableKoanfSource{koanfSource: s, w: w}
-	}
-	return s
-}
-
-// koanfWatcher is the watch method of koanf's watching providers.
-type koanfWatcher interface {
-	Watch(cb func(event any, err error)) error
-}
-
-type koanfSource struct {
-	name string
-	p    koanf.Provider
-	pa   koanf.Parser
-}
-
-func (s *koanfSource) Name() string { return s.name }
-
-func (s *koanfSource) Read() (map[string]any, error) {
-	k := koanf.New(".")
-	if err := k.Load(s.p, s.pa); err != nil {
-		return nil, err
-	}
-	return k.Raw(), nil
-}
-
-type watchableKoanfSource struct {
-	*koanfSource
-	w koanfWatcher
-}
-
-func (s *watchableKoanfSource) Watch(notify func()) (func(), error) {
-	var mu sync.Mutex
-	on := true
-	err := s.w.Watch(func(any, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if on {
-			notify()
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("watch config source %s: %w", s.name, err)
-	}
-	stop := func() {
-		mu.Lock()
-		on = false
-		mu.Unlock()
-		if u, ok := s.w.(interface{ Unwatch() error }); ok {
-			_ = u.Unwatch() // nothing useful to do with it at shutdown
-		}
-	}
-	return stop, nil
 }
 
 // sourceLayer reads src and checks its tree like the file's. It returns the

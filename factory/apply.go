@@ -51,10 +51,11 @@ func (r *Registry) Apply(cfg config.Config) error {
 // config names) changes nothing and returns nil. A Source whose Read fails
 // keeps serving its last good snapshot (one WARN per outage;
 // Status().Sources marks it stale), so the other layers' changes still
-// apply. A Reload asked for while another runs waits for it and then shares
-// the next one, which reads the inputs as they are then; it returns that
-// reload's result. After Close it returns ErrClosed; on a registry made by
-// New, which has no layers, ErrNoSource.
+// apply; one whose Read says its content is bad (config.ErrSourceContent)
+// rejects the reload. A Reload asked for while another runs waits for it
+// and then shares the next one, which reads the inputs as they are then;
+// it returns that reload's result. After Close it returns ErrClosed; on a
+// registry made by New, which has no layers, ErrNoSource.
 func (r *Registry) Reload() error {
 	if r.isClosed() {
 		return ErrClosed

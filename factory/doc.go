@@ -51,5 +51,6 @@
 // Status().LastError, while the last good generation keeps serving and
 // watching goes on. A Source that
 // cannot be read keeps its last good snapshot, shown stale in
-// Status().Sources. After Close every client fails with ErrClosed.
+// Status().Sources; one that answers with a document that does not parse
+// (config.ErrSourceContent) is rejected like a bad value. After Close every client fails with ErrClosed.
 package factory

@@ -99,6 +99,17 @@ func TestReloadFromWatchableSource(t *testing.T) {
 		t.Fatalf("X-Edit after a rejected source edit: got %q, want %q", got, "s2")
 	}
 
+	// A source that answers with a document that does not parse is
+	// rejected too: that is a bad put, not an outage.
+	src.set(nil, config.ContentError(errors.New("key /x: yaml: line 2: bad")), "")
+	e = w.events.next(t)
+	if e.Err == nil || e.Generation != 2 || !strings.Contains(e.Err.Error(), "config source mem: key /x: yaml: line 2: bad") {
+		t.Fatalf("bad source document: got %+v, want rejected at generation 2, naming the source", e)
+	}
+	if st := w.r.Status(); st.LastError == nil || len(st.Sources) != 1 || st.Sources[0].Stale {
+		t.Fatalf("status after a bad source document: got last error %v, sources %+v; want the error, the source not stale", st.LastError, st.Sources)
+	}
+
 	// A source that cannot be read keeps its last good snapshot: Status
 	// marks it stale, and a file edit made meanwhile still applies.
 	src.set(nil, errors.New("connection refused"), "")

@@ -2,6 +2,7 @@ package factory
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 
@@ -113,8 +114,11 @@ func (w *snapshotSource) Read() (map[string]any, error) {
 
 // ReadContext reads the Source (with ctx, if it takes one). When that
 // fails after Open, it returns the last good snapshot and marks the read
-// stale, logging one WARN naming the Source per outage. A read that ended
-// because ctx did (Close) is an error, not an outage.
+// stale, logging one WARN naming the Source per outage; but an error
+// matching config.ErrSourceContent (the store answered with a bad
+// document) is returned, so the reload is rejected like one with a bad
+// value. A read that ended because ctx did (Close) is an error, not an
+// outage.
 func (w *snapshotSource) ReadContext(ctx context.Context) (map[string]any, error) {
 	tree, err := config.ReadSource(ctx, w.src)
 	w.mu.Lock()
@@ -123,7 +127,9 @@ func (w *snapshotSource) ReadContext(ctx context.Context) (map[string]any, error
 		w.mu.Unlock()
 		return tree, nil
 	}
-	if !w.fallback || !w.hasGood || ctx.Err() != nil {
+	if errors.Is(err, config.ErrSourceContent) || !w.fallback || !w.hasGood || ctx.Err() != nil {
+		// A bad document is a bad config, rejected like one, not an outage
+		// to ride out on the snapshot.
 		w.mu.Unlock()
 		return nil, err
 	}
