@@ -237,10 +237,12 @@ func TestHooksForLabelsEachClient(t *testing.T) {
 		}
 	}
 	r, err := factory.New(groupConfig(map[string]config.ClientConfig{"a": config.Default(), "b": config.Default()}), factory.Options{
-		Logger:      discard(),
-		Base:        fakert.Status(200),
-		Hooks:       factory.Hooks{Outer: []middleware.Middleware{mark("all")}},
-		HooksFor:    func(name string) factory.Hooks { return factory.Hooks{Outer: []middleware.Middleware{mark("for:" + name)}} },
+		Logger: discard(),
+		Base:   fakert.Status(200),
+		Hooks:  factory.Hooks{Outer: []middleware.Middleware{mark("all")}},
+		HooksFor: func(name string) factory.Hooks {
+			return factory.Hooks{Outer: []middleware.Middleware{mark("for:" + name)}}
+		},
 		ClientHooks: map[string]factory.Hooks{"b": {Outer: []middleware.Middleware{mark("own:b")}}},
 	})
 	if err != nil {
