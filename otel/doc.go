@@ -18,21 +18,22 @@
 //
 //	tel, err := otelswitchboard.New(otelswitchboard.Options{})
 //	opts := factory.Options{File: "clients.yaml"}
-//	tel.Instrument(&opts)                    // Observer and Hooks (Outer, Attempt)
+//	tel.Instrument(&opts)                    // Observer and HooksFor (Outer, Attempt)
 //	reg, err := factory.Open(ctx, opts)
-//	unregister, err := tel.Register(reg)     // gauges; clients learn their names
+//	unregister, err := tel.Register(reg)     // the gauges
 //	defer reg.Close()
 //	defer unregister()
 //
-// Instrument sets Options.Observer (keeping one already set) and puts the
-// adapter's Outer and Attempt middleware first in Options.Hooks. Register
-// is part of the wiring, not only for the gauges: the hooks are the same
-// for every client and a pipeline does not tell its layers whose it is, so
-// each pipeline's call layer learns its client's name once, on its first
-// call, by a probe: a marked request sent through every client of the
-// registered registries, which the call layer answers itself, so it never
-// reaches a breaker, a counter or the network. A call made before Register
-// is reported without switchboard.client.
+// Instrument sets Options.Observer (keeping one already set) and
+// Options.HooksFor (chaining one already set): the factory calls it each
+// time it builds a client's pipeline, so the adapter's Outer and Attempt
+// middleware are made for that client and report switchboard.client from
+// its very first call, with or without Register, and a pipeline rebuilt
+// by a reload is named as the old one was. Instrument keeps the adapter's
+// layers outermost: the Outer and Attempt middleware of Options.Hooks move
+// into HooksFor, just inside the adapter's. Register is for the gauges
+// alone. To wire by hand, set Options.Observer to the Telemetry and
+// Options.HooksFor to its HooksFor method.
 //
 // # Metrics
 //
@@ -103,6 +104,7 @@
 // # Cost
 //
 // The adapter starts no goroutine per request. Per call it allocates the
-// call span, two contexts and its attribute lists; per attempt the same
-// for the attempt span; see BenchmarkRequest for the numbers.
+// call span, its context, a shallow copy of the request and its attribute
+// lists; per attempt the same for the attempt span; see BenchmarkRequest
+// for the numbers.
 package otelswitchboard

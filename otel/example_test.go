@@ -41,14 +41,14 @@ func Example() {
 		log.Fatal(err)
 	}
 	opts := factory.Options{NoWatch: true} // e.g. File: "clients.yaml", with factory.Open
-	tel.Instrument(&opts)                  // Observer, Hooks.Outer, Hooks.Attempt
+	tel.Instrument(&opts)                  // Observer, HooksFor (Outer, Attempt)
 	cfg := config.Config{Defaults: config.Default(), Clients: map[string]config.ClientConfig{"billing": config.Default()}}
 	reg, err := factory.New(cfg, opts)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer reg.Close()
-	unregister, err := tel.Register(reg) // gauges from reg.Status(); client names
+	unregister, err := tel.Register(reg) // gauges from reg.Status()
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -35,6 +35,19 @@ type harness struct {
 // registered; everything is closed by t.Cleanup.
 func newHarness(t *testing.T, cfg config.Config, base http.RoundTripper) *harness {
 	t.Helper()
+	return newHarnessWith(t, cfg, base, harnessOptions{})
+}
+
+// harnessOptions change what newHarnessWith builds.
+type harnessOptions struct {
+	setup      func(*factory.Options)                             // before wiring
+	wire       func(*otelswitchboard.Telemetry, *factory.Options) // instead of Instrument
+	noRegister bool                                               // leave the registry unregistered
+}
+
+// newHarnessWith is newHarness changed by ho.
+func newHarnessWith(t *testing.T, cfg config.Config, base http.RoundTripper, ho harnessOptions) *harness {
+	t.Helper()
 	h := &harness{reader: sdkmetric.NewManualReader(), spans: tracetest.NewSpanRecorder()}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(h.reader))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(h.spans))
@@ -50,19 +63,34 @@ func newHarness(t *testing.T, cfg config.Config, base http.RoundTripper) *harnes
 	}
 	h.tel = tel
 	o := factory.Options{Base: base, Logger: slog.New(slog.DiscardHandler)}
-	tel.Instrument(&o)
+	if ho.setup != nil {
+		ho.setup(&o)
+	}
+	if ho.wire != nil {
+		ho.wire(tel, &o)
+	} else {
+		tel.Instrument(&o)
+	}
 	reg, err := factory.New(cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { reg.Close() })
-	unregister, err := tel.Register(reg)
+	h.reg = reg
+	if !ho.noRegister {
+		h.register(t)
+	}
+	return h
+}
+
+// register registers h's registry with its Telemetry, until t's cleanup.
+func (h *harness) register(t *testing.T) {
+	t.Helper()
+	unregister, err := h.tel.Register(h.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = unregister() })
-	h.reg = reg
-	return h
 }
 
 // baseConfig is defaults with fast retries and no headers, plus clients.

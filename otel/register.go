@@ -20,12 +20,12 @@ var breakerStates = [...]string{
 
 // Register registers reg with t: the observable gauges read reg.Status()
 // at every collection, the first one included, so a breaker that never
-// changed state is reported closed from the start; and the call layers of
-// reg's clients learn their client's name through reg (see the package
-// doc). The returned func undoes both; call it before reg.Close, or let
-// the meter provider's Shutdown end the gauges. Register each registry
-// once: two registries with a client of the same name would report the
-// same series.
+// changed state is reported closed from the start. The returned func
+// undoes it; call it before reg.Close, or let the meter provider's
+// Shutdown end the gauges. Register each registry once: two registries
+// with a client of the same name would report the same series. Calls need
+// no Register: Instrument names each client's layers when its pipeline is
+// built.
 func (t *Telemetry) Register(reg *factory.Registry) (unregister func() error, err error) {
 	r, err := t.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		t.observe(o, reg.Status())
@@ -34,19 +34,7 @@ func (t *Telemetry) Register(reg *factory.Registry) (unregister func() error, er
 	if err != nil {
 		return nil, err
 	}
-	t.regsMu.Lock()
-	t.regs = append(t.regs, reg)
-	t.regsMu.Unlock()
-	t.epoch.Add(1)
-	return func() error {
-		t.regsMu.Lock()
-		if i := slices.Index(t.regs, reg); i >= 0 {
-			t.regs = slices.Delete(t.regs, i, i+1)
-		}
-		t.regsMu.Unlock()
-		t.epoch.Add(1)
-		return r.Unregister()
-	}, nil
+	return r.Unregister, nil
 }
 
 // observe reports one Status snapshot to the gauges.

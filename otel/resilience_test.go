@@ -200,7 +200,7 @@ func TestReloads(t *testing.T) {
 	}
 }
 
-// TestClientNames: a client first seen by Get after Register, and a
+// TestClientNames: a client first seen by Get, and a
 // client rebuilt by a reload, report their names.
 func TestClientNames(t *testing.T) {
 	h := newHarness(t, baseConfig(map[string]func(*config.ClientConfig){"billing": func(*config.ClientConfig) {}}), fakert.Status(200))

@@ -2,9 +2,6 @@ package otelswitchboard
 
 import (
 	"context"
-	"net/http"
-	"sync"
-	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -43,10 +40,11 @@ type Options struct {
 }
 
 // Telemetry is the adapter: an Observer for the resilience events, the
-// Outer and Attempt middleware for spans, durations and propagation, and
-// the gauges that Register reads from a registry's Status. Make one with
-// New, hand it to factory.Options with Instrument, and Register the
-// registry once it is open. It is safe for concurrent use.
+// Outer and Attempt middleware of each client for spans, durations and
+// propagation, and the gauges that Register reads from a registry's
+// Status. Make one with New, hand it to factory.Options with Instrument,
+// and Register the registry once it is open, for the gauges. It is safe
+// for concurrent use.
 type Telemetry struct {
 	tracer trace.Tracer
 	prop   propagation.TextMapPropagator
@@ -64,15 +62,6 @@ type Telemetry struct {
 	budgetBalance metric.Float64ObservableGauge
 	limiterTokens metric.Float64ObservableGauge
 	generation    metric.Int64ObservableGauge
-
-	// regs are the registered registries, through which a call layer that
-	// does not yet know its client's name finds it (see callRT.clientName).
-	regsMu sync.Mutex
-	regs   []*factory.Registry
-	epoch  atomic.Uint64 // bumped by every Register and unregister
-	// resolving serialises resolve, so that a reload's new pipelines are
-	// named by one round of probes, not one per pipeline.
-	resolving sync.Mutex
 }
 
 // New returns a Telemetry whose instruments are made from o's providers.
@@ -105,10 +94,17 @@ func New(o Options) (*Telemetry, error) {
 }
 
 // Instrument wires t into o: o.Observer becomes t (followed by the
-// Observer o already had, if any), and t's Outer and Attempt middleware
-// go first in o.Hooks, so that the call span covers every other code
-// layer and the attempt span every attempt layer. Call it before
-// factory.Open or factory.New, then Register the registry.
+// Observer o already had, if any), and o.HooksFor gives each client t's
+// Outer and Attempt middleware bound to its name (see HooksFor), followed
+// by the hooks of the HooksFor o already had, if any. Call it before
+// factory.Open or factory.New.
+//
+// The factory applies HooksFor inside Options.Hooks, so Instrument moves
+// the Outer and Attempt middleware that o.Hooks has then into o.HooksFor,
+// just inside t's: the call span covers every other code layer and the
+// attempt span every attempt layer, and the middleware keep their order.
+// The other fields of o.Hooks stay where they are. Middleware added to
+// o.Hooks after Instrument run outside t's spans.
 func (t *Telemetry) Instrument(o *factory.Options) {
 	if prev := o.Observer; prev != nil {
 		o.Observer = middleware.ObserverFunc(func(ctx context.Context, e middleware.Event) {
@@ -118,19 +114,35 @@ func (t *Telemetry) Instrument(o *factory.Options) {
 	} else {
 		o.Observer = t
 	}
-	h := t.Hooks()
-	o.Hooks.Outer = append(h.Outer, o.Hooks.Outer...)
-	o.Hooks.Attempt = append(h.Attempt, o.Hooks.Attempt...)
+	outer, attempt, prev := o.Hooks.Outer, o.Hooks.Attempt, o.HooksFor
+	o.Hooks.Outer, o.Hooks.Attempt = nil, nil
+	o.HooksFor = func(name string) factory.Hooks {
+		h := t.HooksFor(name)
+		h.Outer = append(h.Outer, outer...)
+		h.Attempt = append(h.Attempt, attempt...)
+		if prev != nil {
+			p := prev(name)
+			h.Outer = append(h.Outer, p.Outer...)
+			h.Attempt = append(h.Attempt, p.Attempt...)
+			h.ShouldRetry, h.IsFailure, h.OnStateChange, h.FaultSeed = p.ShouldRetry, p.IsFailure, p.OnStateChange, p.FaultSeed
+		}
+		return h
+	}
 }
 
-// Hooks returns t's middleware for factory.Options.Hooks: Outer (the call
-// span and switchboard.call.duration) and Attempt (the attempt span,
-// http.client.request.duration and trace context propagation). Put them
-// first; Instrument does.
-func (t *Telemetry) Hooks() factory.Hooks {
+// HooksFor returns t's middleware for the pipelines of the client called
+// name: Outer (the call span and switchboard.call.duration) and Attempt
+// (the attempt span, http.client.request.duration and trace context
+// propagation), each reporting switchboard.client=name from the first
+// call. Its signature is factory.Options.HooksFor's, for wiring by hand:
+// o.HooksFor = t.HooksFor, or o.ClientHooks[name] = t.HooksFor(name) for
+// some clients only (then inside o.Hooks' middleware); name "" reports no
+// switchboard.client. Instrument does the wiring and keeps t's layers
+// outermost.
+func (t *Telemetry) HooksFor(name string) factory.Hooks {
 	return factory.Hooks{
-		Outer:   []middleware.Middleware{t.outer},
-		Attempt: []middleware.Middleware{t.attempt},
+		Outer:   []middleware.Middleware{t.outer(name)},
+		Attempt: []middleware.Middleware{t.attempt(name)},
 	}
 }
 
@@ -197,11 +209,4 @@ func eventAttributes(e middleware.Event) []attribute.KeyValue {
 		a = append(a, attribute.String("reason", e.Reason))
 	}
 	return a
-}
-
-// closeBody closes req's body, as a RoundTripper that sends nothing must.
-func closeBody(req *http.Request) {
-	if req.Body != nil {
-		req.Body.Close()
-	}
 }
