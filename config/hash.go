@@ -233,6 +233,9 @@ func (c ClientConfig) Equal(o ClientConfig) bool {
 		cr.RetryAllMethods == or.RetryAllMethods &&
 		cr.AttemptTimeout == or.AttemptTimeout &&
 		cr.MaxBufferedBody == or.MaxBufferedBody &&
+		cr.Multiplier == or.Multiplier &&
+		cr.RateLimited == or.RateLimited &&
+		cr.AttemptHeader == or.AttemptHeader &&
 		cr.Budget == or.Budget &&
 		c.CircuitBreaker == o.CircuitBreaker &&
 		c.Bulkhead == o.Bulkhead &&

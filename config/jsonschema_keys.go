@@ -112,7 +112,13 @@ func typeName(k kind) string {
 func allowed(l leafInfo) string {
 	tag := l.sf.Tag
 	if e := enumOf(tag); e != nil {
-		return strings.Join(e, " | ")
+		shown := slices.Clone(e)
+		for i, v := range shown {
+			if v == "" {
+				shown[i] = `""`
+			}
+		}
+		return strings.Join(shown, " | ")
 	}
 	lo, hasLo := tag.Lookup("minimum")
 	xlo, hasXlo := tag.Lookup("exclusiveMinimum")
@@ -132,6 +138,8 @@ func allowed(l leafInfo) string {
 		return "> " + xlo
 	}
 	switch l.path {
+	case "retry.rate_limited.multiplier":
+		return "0 or >= 1"
 	case "retry.retryable_methods":
 		return "HTTP methods"
 	case "transport.proxy_url":

@@ -23,7 +23,8 @@ import (
 // scope, logging.level, tls.min_version; "" stands for the default),
 // syntax (retryable_methods and header names are HTTP tokens, proxy_url an
 // http, https or socks5 URL, auth.host a bare host[:port]), contradictions
-// (attempt_timeout >= timeout, initial_backoff > max_backoff, burst < 1
+// (attempt_timeout >= timeout, initial_backoff > max_backoff, the same in
+// retry.rate_limited once its zero keys take the main ones, burst < 1
 // with a rate, a credential without auth.host, a value and its _file both
 // set, cert_file without key_file) and that every referenced file can be
 // read. The breaker's numbers are checked whether or not the breaker is
@@ -133,7 +134,7 @@ func validateClient(prefix string, c ClientConfig, strict bool) []*FieldError {
 	}
 	validateTransport(v, c.Transport)
 	validateTLS(v, c.TLS)
-	validateRetry(v, c.Retry, c.Timeout)
+	validateRetry(v, c.Retry, c.Timeout, strict)
 	validateBreaker(v, c.CircuitBreaker, strict)
 	v.nonNegInt("bulkhead.max_concurrent", c.Bulkhead.MaxConcurrent)
 	v.nonNegDuration("bulkhead.max_wait", c.Bulkhead.MaxWait)
@@ -202,7 +203,7 @@ func validateTLS(v *validator, t TLSConfig) {
 	v.readable("tls.key_file", t.KeyFile)
 }
 
-func validateRetry(v *validator, r middleware.RetrySettings, timeout time.Duration) {
+func validateRetry(v *validator, r middleware.RetrySettings, timeout time.Duration, strict bool) {
 	v.nonNegInt("retry.max_retries", r.MaxRetries)
 	v.nonNegDuration("retry.initial_backoff", r.InitialBackoff)
 	v.nonNegDuration("retry.max_backoff", r.MaxBackoff)
@@ -227,6 +228,25 @@ func validateRetry(v *validator, r middleware.RetrySettings, timeout time.Durati
 	}
 	if r.MaxBufferedBody < 0 {
 		v.fail("retry.max_buffered_body", "must be >= 0, got %d", r.MaxBufferedBody)
+	}
+	// In code a zero multiplier stands for the default (2), as for NewBreaker.
+	if m := r.Multiplier; !(m >= 1) && (strict || m != 0) {
+		v.fail("retry.multiplier", "must be >= 1, got %g", m)
+	}
+	rl := r.RateLimited
+	v.nonNegDuration("retry.rate_limited.initial_backoff", rl.InitialBackoff)
+	v.nonNegDuration("retry.rate_limited.max_backoff", rl.MaxBackoff)
+	if m := rl.Multiplier; m != 0 && !(m >= 1) {
+		v.fail("retry.rate_limited.multiplier", "must be 0 (the main multiplier) or >= 1, got %g", m)
+	}
+	v.oneOf("retry.rate_limited.jitter", string(rl.Jitter), string(middleware.JitterFull), string(middleware.JitterEqual),
+		string(middleware.JitterDecorrelated), string(middleware.JitterNone))
+	if e := r.ForRateLimited(); (rl.InitialBackoff > 0 || rl.MaxBackoff > 0) && e.InitialBackoff > e.MaxBackoff && e.MaxBackoff >= 0 &&
+		rl.InitialBackoff >= 0 && rl.MaxBackoff >= 0 {
+		v.fail("retry.rate_limited.initial_backoff", "must be <= the rate-limited max_backoff (%s), got %s", e.MaxBackoff, e.InitialBackoff)
+	}
+	if r.AttemptHeader != "" && !isToken(r.AttemptHeader) {
+		v.fail("retry.attempt_header", "must be an HTTP header name, got %s", quoteShort(r.AttemptHeader))
 	}
 	v.nonNegFloat("retry.budget.ratio", r.Budget.Ratio)
 	v.nonNegFloat("retry.budget.min_per_second", r.Budget.MinPerSecond)

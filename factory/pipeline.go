@@ -95,6 +95,9 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	if own.ShouldRetry != nil {
 		h.ShouldRetry = own.ShouldRetry
 	}
+	if own.Backoff != nil {
+		h.Backoff = own.Backoff
+	}
 	if own.IsFailure != nil {
 		h.IsFailure = own.IsFailure
 	}
@@ -123,7 +126,7 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	}
 	layers = append(layers,
 		middleware.Retry(c.Retry, middleware.RetryOptions{
-			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev,
+			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Backoff: h.Backoff,
 		}),
 		middleware.AttemptTimeout(c.Retry.AttemptTimeout, tmo),
 	)
