@@ -34,6 +34,8 @@ type ClientConfig struct {
 	Auth middleware.AuthSettings `koanf:"auth" json:"auth"`
 	// Logging configures the per-attempt log.
 	Logging middleware.LoggingSettings `koanf:"logging" json:"logging"`
+	// Hedge configures hedged requests, in place of retry when enabled.
+	Hedge middleware.HedgeSettings `koanf:"hedge" json:"hedge"`
 	// Fault configures fault injection, for game days; off by default.
 	Fault middleware.FaultSettings `koanf:"fault" json:"fault"`
 }
@@ -110,6 +112,7 @@ func Default() ClientConfig {
 		CircuitBreaker: middleware.DefaultBreakerSettings(),
 		RateLimit:      middleware.DefaultRateLimitSettings(),
 		Logging:        middleware.DefaultLoggingSettings(),
+		Hedge:          middleware.DefaultHedgeSettings(),
 		Fault:          middleware.DefaultFaultSettings(),
 	}
 }

@@ -242,5 +242,6 @@ func (c ClientConfig) Equal(o ClientConfig) bool {
 		c.RateLimit == o.RateLimit &&
 		c.Auth == o.Auth &&
 		c.Logging == o.Logging &&
+		c.Hedge == o.Hedge &&
 		c.Fault == o.Fault
 }

@@ -171,9 +171,10 @@ func leafSchema(path string, f *field, tag reflect.StructTag, def any) map[strin
 	return s
 }
 
-// addRange copies the minimum, exclusiveMinimum and maximum tags into s.
+// addRange copies the minimum, exclusiveMinimum, maximum and
+// exclusiveMaximum tags into s.
 func addRange(s map[string]any, tag reflect.StructTag) {
-	for _, k := range []string{"minimum", "exclusiveMinimum", "maximum"} {
+	for _, k := range []string{"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"} {
 		if v, ok := tag.Lookup(k); ok {
 			n, err := strconv.ParseFloat(v, 64)
 			if err != nil {

@@ -74,6 +74,11 @@ var keyDocs = map[string]string{
 
 	"logging.level": "Level of the one-record-per-attempt log: debug, info, or off.",
 
+	"hedge.enabled":          "Send hedged requests in place of retries (gRPC's hedgingPolicy): after delay with no answer a copy goes out; the first answer that retry would not retry wins, the others are cancelled. Only calls retry would retry are hedged; every extra copy takes a retry budget token.",
+	"hedge.delay":            "Wait for an answer before each extra copy goes out. 0 = all copies at once.",
+	"hedge.delay_percentile": "In (0, 1): wait that percentile of the client's recent answered-attempt latencies instead, never less than delay. 0 = the fixed delay.",
+	"hedge.max_hedges":       "Extra copies in flight at most beside the first attempt. A call sends at most 1 + max(max_hedges, retry.max_retries) copies.",
+
 	"fault.enabled":        "Inject faults into this client's attempts, just above the transport (game days, staging). Logged at WARN on every load while on.",
 	"fault.abort.percent":  "Share of attempts answered without being sent, in percent [0, 100].",
 	"fault.abort.status":   "Status of an aborted attempt's response.",

@@ -123,7 +123,10 @@ func allowed(l leafInfo) string {
 	lo, hasLo := tag.Lookup("minimum")
 	xlo, hasXlo := tag.Lookup("exclusiveMinimum")
 	hi, hasHi := tag.Lookup("maximum")
+	xhi, hasXhi := tag.Lookup("exclusiveMaximum")
 	switch {
+	case hasLo && hasXhi:
+		return "[" + lo + ", " + xhi + ")"
 	case l.f.kind == kindDuration && hasXlo:
 		return "> " + xlo
 	case l.f.kind == kindDuration:

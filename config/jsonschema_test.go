@@ -115,6 +115,8 @@ func edges(t *testing.T, k config.Key) (good, bad []string) {
 		var lo int
 		fmt.Sscan(n, &lo)
 		return []string{n}, []string{fmt.Sprint(lo - 1)}
+	case a == "[0, 1)":
+		return []string{"0", "0.99"}, []string{"1", "-0.1"}
 	case a == "0 or >= 1":
 		return []string{"0", "1", "2.5"}, []string{"0.5", "-1"}
 	case a == "(0, 1]":

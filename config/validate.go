@@ -144,10 +144,21 @@ func validateClient(prefix string, c ClientConfig, strict bool) []*FieldError {
 		v.fail("rate_limit.burst", "must be >= 1 when requests_per_second is set, got %d", c.RateLimit.Burst)
 	}
 	validateAuth(v, c.Auth)
+	validateHedge(v, c.Hedge, strict)
 	validateFault(v, c.Fault)
 	v.oneOf("logging.level", string(c.Logging.Level),
 		string(middleware.LogDebug), string(middleware.LogInfo), string(middleware.LogOff))
 	return v.errs
+}
+
+func validateHedge(v *validator, h middleware.HedgeSettings, strict bool) {
+	v.nonNegDuration("hedge.delay", h.Delay)
+	if p := h.DelayPercentile; !(p >= 0 && p < 1) {
+		v.fail("hedge.delay_percentile", "must be in [0, 1), got %g", p)
+	}
+	if strict || h.MaxHedges != 0 { // in code 0 stands for the default, 1
+		v.atLeastOne("hedge.max_hedges", h.MaxHedges)
+	}
 }
 
 func validateFault(v *validator, f middleware.FaultSettings) {

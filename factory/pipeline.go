@@ -26,6 +26,10 @@ type pipeline struct {
 	breaker  *middleware.Breaker
 	bulkhead *middleware.Bulkhead
 	limiter  *middleware.RateLimit
+	// latencies are the client's recent answered-attempt latencies, read
+	// by hedge.delay_percentile. Always on and always kept: they hold no
+	// settings, so no plan decides about them.
+	latencies *middleware.Latencies
 
 	// hash is cfg.Hash(), made when Status first asks: a reload compares
 	// configs with ClientConfig.Equal, and hashing every new client was a
@@ -124,12 +128,16 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	if p.bulkhead != nil {
 		layers = append(layers, p.bulkhead.Middleware())
 	}
-	layers = append(layers,
-		middleware.Retry(c.Retry, middleware.RetryOptions{
+	if c.Hedge.Enabled {
+		layers = append(layers, middleware.Hedge(c.Hedge, c.Retry, middleware.HedgeOptions{
+			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Latencies: p.latencies,
+		}))
+	} else {
+		layers = append(layers, middleware.Retry(c.Retry, middleware.RetryOptions{
 			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Backoff: h.Backoff,
-		}),
-		middleware.AttemptTimeout(c.Retry.AttemptTimeout, tmo),
-	)
+		}))
+	}
+	layers = append(layers, middleware.AttemptTimeout(c.Retry.AttemptTimeout, tmo))
 	layers = append(layers, all.Attempt...)
 	layers = append(layers, own.Attempt...)
 	if p.limiter != nil {
@@ -157,6 +165,9 @@ func (r *Registry) components(p, old *pipeline, cp ClientPlan, ev *middleware.Ev
 		if f != nil {
 			retunes = append(retunes, f)
 		}
+	}
+	if p.latencies = old.latencies; p.latencies == nil {
+		p.latencies = middleware.NewLatencies()
 	}
 	var f func()
 	p.budget, f = take(cp.Component(ComponentBudget), old.budget,

@@ -75,6 +75,7 @@ const (
 	ComponentBreaker   = "circuit_breaker"
 	ComponentBulkhead  = "bulkhead"
 	ComponentRetry     = "retry"
+	ComponentHedge     = "hedge"
 	ComponentBudget    = "budget"
 	ComponentRateLimit = "rate_limit"
 	ComponentHeaders   = "headers"
@@ -94,6 +95,7 @@ var components = []struct {
 	{ComponentBreaker, []string{"circuit_breaker"}},
 	{ComponentBulkhead, []string{"bulkhead"}},
 	{ComponentRetry, []string{"retry"}},
+	{ComponentHedge, []string{"hedge"}},
 	{ComponentBudget, []string{"retry.budget"}},
 	{ComponentRateLimit, []string{"rate_limit"}},
 	{ComponentHeaders, []string{"headers"}},
@@ -156,8 +158,9 @@ func (p ClientPlan) Component(name string) Change {
 //     in place while they stay on, started fresh when switched on (enabled,
 //     max_concurrent > 0, requests_per_second > 0), and dropped when
 //     switched off; a breaker whose scope changes is replaced;
-//   - the stateless layers (timeout, retry, headers, auth, logging) are
-//     built from the new settings.
+//   - the stateless layers (timeout, retry or hedge, headers, auth,
+//     logging) are built from the new settings; the latencies hedging
+//     samples are always kept.
 //
 // Plan sees the configs only. A registry's reload also sees the contents
 // of the files they name: a rotated token or password file changes the

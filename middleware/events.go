@@ -23,6 +23,9 @@ const (
 	EventConfigReloaded       = "config.reloaded"
 	EventConfigRejected       = "config.rejected"
 	EventFaultInjected        = "fault.injected"
+	EventHedgeSent            = "hedge.sent"
+	EventHedgeWon             = "hedge.won"
+	EventHedgeCancelled       = "hedge.cancelled"
 )
 
 // Event is one thing that happened in a pipeline, as handed to an Observer.
