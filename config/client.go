@@ -38,6 +38,12 @@ type ClientConfig struct {
 	Hedge middleware.HedgeSettings `koanf:"hedge" json:"hedge"`
 	// Fault configures fault injection, for game days; off by default.
 	Fault middleware.FaultSettings `koanf:"fault" json:"fault"`
+	// Routes maps http.ServeMux patterns to the effective settings of the
+	// calls they match (see RouteConfig); a call that matches none runs
+	// with the client's. Nil means no routes. Only a `clients.<name>`
+	// section sets routes, in the file or a Source (env and flags cannot
+	// spell a pattern); `defaults` has none.
+	Routes map[string]RouteConfig `koanf:"-" json:"routes,omitempty"`
 }
 
 // TransportConfig is the `transport` block: the settings of the base

@@ -34,6 +34,20 @@ func (c ClientConfig) Hash() string {
 		w.buf = append(w.buf, l.head...)
 		w.leaf(l.f, v.FieldByIndex(l.index))
 	}
+	// Routes, patterns sorted, each key under its RouteKey; a client
+	// without routes hashes as it always did.
+	for _, p := range slices.Sorted(maps.Keys(c.Routes)) {
+		rc := c.Routes[p].Client(ClientConfig{})
+		rc.Retry = listDefaults(rc.Retry)
+		rv := reflect.ValueOf(&rc).Elem()
+		for _, l := range hashLeaves() {
+			if rel := l.head[strings.IndexByte(l.head, ':')+1:]; routeAllowed(rel) {
+				key := RouteKey(p, rel)
+				w.buf = append(w.buf, strconv.Itoa(len(key))+":"+key...)
+				w.leaf(l.f, rv.FieldByIndex(l.index))
+			}
+		}
+	}
 	sum := sha256.Sum256(w.buf)
 	if cap(w.buf) <= 64<<10 { // a client with huge maps does not pin its buffer
 		clear(w.buf) // they held secret values
@@ -243,5 +257,6 @@ func (c ClientConfig) Equal(o ClientConfig) bool {
 		c.Auth == o.Auth &&
 		c.Logging == o.Logging &&
 		c.Hedge == o.Hedge &&
-		c.Fault == o.Fault
+		c.Fault == o.Fault &&
+		routesEqual(c.Routes, o.Routes)
 }

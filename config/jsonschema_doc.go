@@ -4,6 +4,10 @@ package config
 // its dotted path. The JSON Schema (JSONSchema), the README's reference table
 // (Reference) and `switchboard explain` all read it; a test fails when a key
 // has no entry or an entry names no key.
+// routesDoc describes `routes`, a map rather than a key, shown in the JSON
+// Schema and as the last row of the reference.
+const routesDoc = "Clients only. http.ServeMux patterns (\"POST /v1/charges\", \"GET /v1/reports/{id}\", an optional host, {name...}) to a route section that may set timeout, headers, retry (but not retry.budget) and hedge, merged over the client's keys key by key; the most specific pattern wins, a call that matches none runs with the client's settings. Breaker, bulkhead, rate limit, budget and transport are the client's, shared by its routes."
+
 var keyDocs = map[string]string{
 	"timeout": "Total deadline of one logical call: all attempts, backoff waits and Retry-After waits. 0 = no deadline.",
 	"headers": "Headers set on every request that does not already carry them; names are case-insensitive. Maps merge key by key with `defaults`.",

@@ -124,14 +124,7 @@ func (v *validator) readable(key, path string) {
 func validateClient(prefix string, c ClientConfig, strict bool) []*FieldError {
 	v := &validator{prefix: prefix}
 	v.nonNegDuration("timeout", c.Timeout)
-	for _, name := range slices.Sorted(maps.Keys(c.Headers)) {
-		if !isToken(name) {
-			v.fail("headers."+name, "header name must be an HTTP token")
-		}
-		if strings.ContainsAny(c.Headers[name], "\r\n\x00") {
-			v.fail("headers."+name, "header value must not contain CR, LF or NUL")
-		}
-	}
+	validateHeaders(v, c.Headers)
 	validateTransport(v, c.Transport)
 	validateTLS(v, c.TLS)
 	validateRetry(v, c.Retry, c.Timeout, strict)
@@ -148,7 +141,19 @@ func validateClient(prefix string, c ClientConfig, strict bool) []*FieldError {
 	validateFault(v, c.Fault)
 	v.oneOf("logging.level", string(c.Logging.Level),
 		string(middleware.LogDebug), string(middleware.LogInfo), string(middleware.LogOff))
+	validateRoutes(v, c, strict, slices.Clone(v.errs))
 	return v.errs
+}
+
+func validateHeaders(v *validator, h map[string]string) {
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		if !isToken(name) {
+			v.fail("headers."+name, "header name must be an HTTP token")
+		}
+		if strings.ContainsAny(h[name], "\r\n\x00") {
+			v.fail("headers."+name, "header value must not contain CR, LF or NUL")
+		}
+	}
 }
 
 func validateHedge(v *validator, h middleware.HedgeSettings, strict bool) {

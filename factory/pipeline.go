@@ -2,9 +2,12 @@ package factory
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 
+	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -113,44 +116,70 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	}
 	retunes = append(retunes, r.components(p, old, cp, ev, h)...)
 
-	// The layers, outermost first, as DESIGN.md's pipeline draws them. Every
-	// error that leaves the pipeline, code's own layers' included, is
-	// redacted first.
-	tmo := middleware.TimeoutOptions{Events: ev}
-	layers := make([]middleware.Middleware, 0, 16)
+	// The layers, outermost first, as DESIGN.md's pipeline draws them.
+	// Auth, logging and fault injection are the client's, below every
+	// route; each route runs its own stateless layers (timeout, retry or
+	// hedge, attempt timeout, headers) around the client's components.
+	lower := middleware.Chain(
+		middleware.Auth(c.Auth.Host, m.cred, ev),
+		middleware.Logging(c.Logging, middleware.LoggingOptions{Events: ev}),
+		middleware.Fault(c.Fault, middleware.FaultOptions{Events: ev, Seed: h.FaultSeed}),
+	)(bottom)
+	top := r.chain(p, config.RouteConfig{Timeout: c.Timeout, Headers: c.Headers, Retry: c.Retry, Hedge: c.Hedge}, ev, h, lower)
+	if len(c.Routes) > 0 {
+		patterns := slices.Sorted(maps.Keys(c.Routes))
+		routes, err := middleware.NewRoutes(patterns...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("client %q: %w", name, err) // Validate rejects these first
+		}
+		rts := make(map[string]http.RoundTripper, len(patterns))
+		for _, pat := range patterns {
+			rts[pat] = r.chain(p, c.Routes[pat], ev, h, lower)
+		}
+		top = middleware.Router(routes, rts, top)
+	}
+	// Every error that leaves the pipeline, code's own layers' included,
+	// is redacted first.
+	layers := make([]middleware.Middleware, 0, 2+len(all.Outer)+len(own.Outer))
 	layers = append(layers, middleware.RedactErrors())
 	layers = append(layers, all.Outer...)
 	layers = append(layers, own.Outer...)
-	layers = append(layers, middleware.Timeout(c.Timeout, tmo))
+	p.rt = middleware.Chain(layers...)(top)
+	return p, retunes, nil
+}
+
+// chain builds the layers of one route (or of the client, for calls that
+// match no route) from the total timeout down to lower: the stateless
+// layers from s, around p's stateful components, which every route of the
+// client shares.
+func (r *Registry) chain(p *pipeline, s config.RouteConfig, ev *middleware.Events, h Hooks, lower http.RoundTripper) http.RoundTripper {
+	all, own := r.opts.Hooks, r.opts.ClientHooks[p.name]
+	tmo := middleware.TimeoutOptions{Events: ev}
+	layers := make([]middleware.Middleware, 0, 12)
+	layers = append(layers, middleware.Timeout(s.Timeout, tmo))
 	if p.breaker != nil {
 		layers = append(layers, p.breaker.Middleware())
 	}
 	if p.bulkhead != nil {
 		layers = append(layers, p.bulkhead.Middleware())
 	}
-	if c.Hedge.Enabled {
-		layers = append(layers, middleware.Hedge(c.Hedge, c.Retry, middleware.HedgeOptions{
+	if s.Hedge.Enabled {
+		layers = append(layers, middleware.Hedge(s.Hedge, s.Retry, middleware.HedgeOptions{
 			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Latencies: p.latencies,
 		}))
 	} else {
-		layers = append(layers, middleware.Retry(c.Retry, middleware.RetryOptions{
+		layers = append(layers, middleware.Retry(s.Retry, middleware.RetryOptions{
 			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Backoff: h.Backoff,
 		}))
 	}
-	layers = append(layers, middleware.AttemptTimeout(c.Retry.AttemptTimeout, tmo))
+	layers = append(layers, middleware.AttemptTimeout(s.Retry.AttemptTimeout, tmo))
 	layers = append(layers, all.Attempt...)
 	layers = append(layers, own.Attempt...)
 	if p.limiter != nil {
 		layers = append(layers, p.limiter.Middleware())
 	}
-	layers = append(layers,
-		middleware.Headers(c.Headers, middleware.HeadersOptions{}),
-		middleware.Auth(c.Auth.Host, m.cred, ev),
-		middleware.Logging(c.Logging, middleware.LoggingOptions{Events: ev}),
-		middleware.Fault(c.Fault, middleware.FaultOptions{Events: ev, Seed: h.FaultSeed}),
-	)
-	p.rt = middleware.Chain(layers...)(bottom)
-	return p, retunes, nil
+	layers = append(layers, middleware.Headers(s.Headers, middleware.HeadersOptions{}))
+	return middleware.Chain(layers...)(lower)
 }
 
 // components gives p its stateful components as cp plans them, and the
