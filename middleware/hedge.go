@@ -120,11 +120,10 @@ func (rt *hedgeRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	if o, ok := OverridesFrom(ctx); ok && o.MaxRetries != nil {
 		extra = max(*o.MaxRetries, 0)
 	}
-	eligible := rp.shouldRetry != nil || rp.methodOK(req.Method)
-	c := &hedgeCall{rt: rt, req: req, ctx: ctx, total: 1 + extra, done: make(chan struct{})}
-	if extra == 0 || !eligible {
-		return rt.once(req)
+	if extra == 0 || !(rp.shouldRetry != nil || rp.methodOK(req.Method)) {
+		return rt.once(req) // nothing retry would retry: no call state at all
 	}
+	c := &hedgeCall{rt: rt, req: req, ctx: ctx, total: 1 + extra, done: make(chan struct{})}
 	if err := c.rb.prepare(req, true, rp.s.MaxBufferedBody); err != nil {
 		return nil, err
 	}
