@@ -34,8 +34,16 @@ type ClientConfig struct {
 	Auth middleware.AuthSettings `koanf:"auth" json:"auth"`
 	// Logging configures the per-attempt log.
 	Logging middleware.LoggingSettings `koanf:"logging" json:"logging"`
+	// Hedge configures hedged requests, in place of retry when enabled.
+	Hedge middleware.HedgeSettings `koanf:"hedge" json:"hedge"`
 	// Fault configures fault injection, for game days; off by default.
 	Fault middleware.FaultSettings `koanf:"fault" json:"fault"`
+	// Routes maps http.ServeMux patterns to the effective settings of the
+	// calls they match (see RouteConfig); a call that matches none runs
+	// with the client's. Nil means no routes. Only a `clients.<name>`
+	// section sets routes, in the file or a Source (env and flags cannot
+	// spell a pattern); `defaults` has none.
+	Routes map[string]RouteConfig `koanf:"-" json:"routes,omitempty"`
 }
 
 // TransportConfig is the `transport` block: the settings of the base
@@ -110,6 +118,7 @@ func Default() ClientConfig {
 		CircuitBreaker: middleware.DefaultBreakerSettings(),
 		RateLimit:      middleware.DefaultRateLimitSettings(),
 		Logging:        middleware.DefaultLoggingSettings(),
+		Hedge:          middleware.DefaultHedgeSettings(),
 		Fault:          middleware.DefaultFaultSettings(),
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
 	koanfyaml "github.com/knadh/koanf/parsers/yaml"
 	"go.yaml.in/yaml/v3"
@@ -121,6 +123,16 @@ func (w *fileWalker) section(path string, f *field, v any) map[string]any {
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		p := path + "." + k
+		if k == "routes" && f == clientSchema {
+			if !strings.HasPrefix(path, "clients.") {
+				w.fail(p, "only a client section may set routes, not "+path, "")
+				continue
+			}
+			if rs := w.routes(p, m[k]); rs != nil {
+				out[k] = rs
+			}
+			continue
+		}
 		c := f.children[k]
 		if c == nil {
 			w.fail(p, "unknown key", suggest(k, f.names))
@@ -143,6 +155,61 @@ func (w *fileWalker) section(path string, f *field, v any) map[string]any {
 			}
 			out[k] = val
 			w.set(p, p)
+		}
+	}
+	return out
+}
+
+// routes checks a client's `routes`: a map of http.ServeMux pattern to a
+// route section, which may set timeout, headers, retry (but not
+// retry.budget) and hedge. Its keys are spelled with the pattern quoted:
+// clients.billing.routes."POST /v1/charges".timeout. Patterns themselves
+// are checked by Validate, which sees every layer's.
+func (w *fileWalker) routes(path string, v any) map[string]any {
+	out := map[string]any{}
+	if v == nil {
+		return out
+	}
+	m, ok := asMap(v)
+	if !ok {
+		w.fail(path, "must be a map of route pattern to route section, got "+describe(v, false), "")
+		return nil
+	}
+	for _, pattern := range slices.Sorted(maps.Keys(m)) {
+		rp := path + "." + strconv.Quote(pattern)
+		if m[pattern] == nil {
+			out[pattern] = map[string]any{}
+			continue
+		}
+		rm, ok := asMap(m[pattern])
+		if !ok {
+			w.fail(rp, "must be a route section (a map of keys), got "+describe(m[pattern], false), "")
+			continue
+		}
+		allowed := map[string]any{}
+		for _, k := range slices.Sorted(maps.Keys(rm)) {
+			switch {
+			case clientSchema.children[k] == nil:
+				w.fail(rp+"."+k, "unknown key", suggest(k, routeTopKeys))
+			case !routeAllowed(k):
+				w.fail(rp+"."+k, "not allowed in a route: a route may set only timeout, headers, retry (but not retry.budget) and hedge", "")
+			case k == "retry":
+				if sub, ok := asMap(rm[k]); ok {
+					if _, has := sub["budget"]; has {
+						w.fail(rp+".retry.budget", "not allowed in a route: the retry budget is the client's, shared by its routes", "")
+						sub = maps.Clone(sub)
+						delete(sub, "budget")
+					}
+					allowed[k] = sub
+				} else {
+					allowed[k] = rm[k]
+				}
+			default:
+				allowed[k] = rm[k]
+			}
+		}
+		if sec := w.section(rp, clientSchema, allowed); sec != nil {
+			out[pattern] = sec
 		}
 	}
 	return out
@@ -196,6 +263,13 @@ func (w *fileWalker) headers(path string, v any) map[string]any {
 	return out
 }
 
+// isRoutesPath reports whether the raw path is a client's `routes`
+// section, clients.<name>.routes (client names have no dot).
+func isRoutesPath(path string) bool {
+	rest, ok := strings.CutPrefix(path, "clients.")
+	return ok && strings.Count(rest, ".") == 1 && strings.HasSuffix(rest, ".routes")
+}
+
 // asMap returns v as a map with string keys.
 func asMap(v any) (map[string]any, bool) {
 	switch m := v.(type) {
@@ -232,6 +306,9 @@ func indexYAML(root *yaml.Node) yamlIndex {
 					continue
 				}
 				p := joinPath(path, k.Value)
+				if isRoutesPath(path) { // a route pattern: spelled quoted, as errors show it
+					p = path + "." + strconv.Quote(k.Value)
+				}
 				if _, dup := idx.lines[p]; !dup {
 					idx.lines[p] = k.Line
 				}

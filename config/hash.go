@@ -34,6 +34,20 @@ func (c ClientConfig) Hash() string {
 		w.buf = append(w.buf, l.head...)
 		w.leaf(l.f, v.FieldByIndex(l.index))
 	}
+	// Routes, patterns sorted, each key under its RouteKey; a client
+	// without routes hashes as it always did.
+	for _, p := range slices.Sorted(maps.Keys(c.Routes)) {
+		rc := c.Routes[p].Client(ClientConfig{})
+		rc.Retry = listDefaults(rc.Retry)
+		rv := reflect.ValueOf(&rc).Elem()
+		for _, l := range hashLeaves() {
+			if rel := l.head[strings.IndexByte(l.head, ':')+1:]; routeAllowed(rel) {
+				key := RouteKey(p, rel)
+				w.buf = append(w.buf, strconv.Itoa(len(key))+":"+key...)
+				w.leaf(l.f, rv.FieldByIndex(l.index))
+			}
+		}
+	}
 	sum := sha256.Sum256(w.buf)
 	if cap(w.buf) <= 64<<10 { // a client with huge maps does not pin its buffer
 		clear(w.buf) // they held secret values
@@ -233,11 +247,16 @@ func (c ClientConfig) Equal(o ClientConfig) bool {
 		cr.RetryAllMethods == or.RetryAllMethods &&
 		cr.AttemptTimeout == or.AttemptTimeout &&
 		cr.MaxBufferedBody == or.MaxBufferedBody &&
+		cr.Multiplier == or.Multiplier &&
+		cr.RateLimited == or.RateLimited &&
+		cr.AttemptHeader == or.AttemptHeader &&
 		cr.Budget == or.Budget &&
 		c.CircuitBreaker == o.CircuitBreaker &&
 		c.Bulkhead == o.Bulkhead &&
 		c.RateLimit == o.RateLimit &&
 		c.Auth == o.Auth &&
 		c.Logging == o.Logging &&
-		c.Fault == o.Fault
+		c.Hedge == o.Hedge &&
+		c.Fault == o.Fault &&
+		routesEqual(c.Routes, o.Routes)
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"reflect"
 	"strconv"
 	"strings"
@@ -33,6 +34,7 @@ const SchemaID = "https://github.com/switchboard-http/switchboard/clients.schema
 func JSONSchema() []byte {
 	client := sectionSchema("", clientSchema, reflect.TypeFor[ClientConfig](), toTree(Default()))
 	client["type"] = []string{"object", "null"}
+	client["properties"].(map[string]any)["routes"] = routesSchema(client["properties"].(map[string]any))
 	client["description"] = "A client section: every key is optional; a key left out inherits from `defaults`, which inherits the built-in defaults."
 	s := map[string]any{
 		"$schema":              "https://json-schema.org/draft/2020-12/schema",
@@ -65,6 +67,32 @@ func JSONSchema() []byte {
 		panic("config: encode JSON Schema: " + err.Error()) // only maps, strings and numbers: cannot fail
 	}
 	return buf.Bytes()
+}
+
+// routesSchema returns the schema of a client's `routes`, made of the
+// schemas of the client keys a route may set (props): timeout, headers,
+// retry without its budget, and hedge. A pattern's syntax is Validate's
+// to check (it is http.ServeMux's).
+func routesSchema(props map[string]any) map[string]any {
+	retry := maps.Clone(props["retry"].(map[string]any))
+	rprops := maps.Clone(retry["properties"].(map[string]any))
+	delete(rprops, "budget")
+	retry["properties"] = rprops
+	route := map[string]any{
+		"type":                 []string{"object", "null"},
+		"additionalProperties": false,
+		"properties": map[string]any{
+			"timeout": props["timeout"],
+			"headers": props["headers"],
+			"retry":   retry,
+			"hedge":   props["hedge"],
+		},
+	}
+	return map[string]any{
+		"type":                 []string{"object", "null"},
+		"description":          routesDoc,
+		"additionalProperties": route,
+	}
 }
 
 // sectionSchema returns the schema of section f at path, whose Go type is t
@@ -171,9 +199,10 @@ func leafSchema(path string, f *field, tag reflect.StructTag, def any) map[strin
 	return s
 }
 
-// addRange copies the minimum, exclusiveMinimum and maximum tags into s.
+// addRange copies the minimum, exclusiveMinimum, maximum and
+// exclusiveMaximum tags into s.
 func addRange(s map[string]any, tag reflect.StructTag) {
-	for _, k := range []string{"minimum", "exclusiveMinimum", "maximum"} {
+	for _, k := range []string{"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"} {
 		if v, ok := tag.Lookup(k); ok {
 			n, err := strconv.ParseFloat(v, 64)
 			if err != nil {

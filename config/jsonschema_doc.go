@@ -4,6 +4,10 @@ package config
 // its dotted path. The JSON Schema (JSONSchema), the README's reference table
 // (Reference) and `switchboard explain` all read it; a test fails when a key
 // has no entry or an entry names no key.
+// routesDoc describes `routes`, a map rather than a key, shown in the JSON
+// Schema and as the last row of the reference.
+const routesDoc = "Clients only. http.ServeMux patterns (\"POST /v1/charges\", \"GET /v1/reports/{id}\", an optional host, {name...}) to a route section that may set timeout, headers, retry (but not retry.budget) and hedge, merged over the client's keys key by key; the most specific pattern wins, a call that matches none runs with the client's settings. Breaker, bulkhead, rate limit, budget and transport are the client's, shared by its routes."
+
 var keyDocs = map[string]string{
 	"timeout": "Total deadline of one logical call: all attempts, backoff waits and Retry-After waits. 0 = no deadline.",
 	"headers": "Headers set on every request that does not already carry them; names are case-insensitive. Maps merge key by key with `defaults`.",
@@ -29,18 +33,24 @@ var keyDocs = map[string]string{
 	"tls.min_version":          "Lowest TLS version offered.",
 	"tls.insecure_skip_verify": "Skip certificate verification. Allowed, and logged at WARN on every load.",
 
-	"retry.max_retries":           "Retries after the first attempt of a logical call. 0 = retry off.",
-	"retry.initial_backoff":       "Cap of the first retry's delay; each further retry doubles it, up to max_backoff.",
-	"retry.max_backoff":           "Cap of every delay. A longer Retry-After is not waited for: the response is returned at once.",
-	"retry.jitter":                "How each delay is randomised: full = [0, cap], equal = cap/2 + [0, cap/2], decorrelated, none = cap.",
-	"retry.retryable_status":      "Response status codes that are retried. [] = none (transport errors only).",
-	"retry.retryable_methods":     "Methods that are retried; a list replaces the default set. [] = none (only retry_all_methods retries then).",
-	"retry.retry_all_methods":     "Retry every method, POST and PATCH included.",
-	"retry.attempt_timeout":       "Deadline of each attempt; must be less than timeout. 0 = none.",
-	"retry.max_buffered_body":     "Bytes of a request body without GetBody buffered so that it can be replayed. 0 = such bodies are never retried.",
-	"retry.budget.ratio":          "Share of first attempts that retries may add across all calls (0.2 = 20%).",
-	"retry.budget.min_per_second": "Retries a second that are always allowed, whatever the ratio.",
-	"retry.budget.ttl":            "How long a first attempt counts towards the budget. 0 = budget off (every retry allowed).",
+	"retry.max_retries":                  "Retries after the first attempt of a logical call. 0 = retry off.",
+	"retry.initial_backoff":              "Cap of the first retry's delay; each further retry multiplies it by multiplier, up to max_backoff. Constant backoff: jitter none with initial_backoff = max_backoff.",
+	"retry.max_backoff":                  "Cap of every delay. A longer Retry-After is not waited for: the response is returned at once.",
+	"retry.jitter":                       "How each delay is randomised: full = [0, cap], equal = cap/2 + [0, cap/2], decorrelated, none = cap.",
+	"retry.retryable_status":             "Response status codes that are retried. [] = none (transport errors only).",
+	"retry.retryable_methods":            "Methods that are retried; a list replaces the default set. [] = none (only retry_all_methods retries then).",
+	"retry.retry_all_methods":            "Retry every method, POST and PATCH included.",
+	"retry.attempt_timeout":              "Deadline of each attempt; must be less than timeout. 0 = none.",
+	"retry.max_buffered_body":            "Bytes of a request body without GetBody buffered so that it can be replayed. 0 = such bodies are never retried.",
+	"retry.multiplier":                   "Growth factor of the delay cap: retry n waits at most min(max_backoff, initial_backoff·multiplier^(n-1)). 1 = constant cap.",
+	"retry.rate_limited.initial_backoff": "Cap of the first delay after a 429 without Retry-After. 0 = the main initial_backoff.",
+	"retry.rate_limited.max_backoff":     "Cap of every delay after a 429 without Retry-After. 0 = the main max_backoff.",
+	"retry.rate_limited.multiplier":      "Growth factor after a 429 without Retry-After. 0 = the main multiplier.",
+	"retry.rate_limited.jitter":          "Jitter after a 429 without Retry-After. \"\" = the main jitter.",
+	"retry.attempt_header":               "Header set on every attempt to its number (1, 2, …), e.g. X-Attempt. \"\" = none.",
+	"retry.budget.ratio":                 "Share of first attempts that retries may add across all calls (0.2 = 20%).",
+	"retry.budget.min_per_second":        "Retries a second that are always allowed, whatever the ratio.",
+	"retry.budget.ttl":                   "How long a first attempt counts towards the budget. 0 = budget off (every retry allowed).",
 
 	"circuit_breaker.enabled":                "Switch the circuit breaker on.",
 	"circuit_breaker.mode":                   "consecutive: open after failure_threshold failures in a row; rate: open when the failure rate over window reaches failure_rate_threshold; adaptive: never open, reject each call locally with probability max(0, (requests - adaptive_k*accepts)/(requests + 1)) over window (Google SRE client-side throttling).",
@@ -71,6 +81,11 @@ var keyDocs = map[string]string{
 	"auth.basic.password_file": "File holding the basic auth password; re-read when it changes.",
 
 	"logging.level": "Level of the one-record-per-attempt log: debug, info, or off.",
+
+	"hedge.enabled":          "Send hedged requests in place of retries (gRPC's hedgingPolicy): after delay with no answer a copy goes out; the first answer that retry would not retry wins, the others are cancelled. Only calls retry would retry are hedged; every extra copy takes a retry budget token.",
+	"hedge.delay":            "Wait for an answer before each extra copy goes out. 0 = all copies at once.",
+	"hedge.delay_percentile": "In (0, 1): wait that percentile of the client's recent answered-attempt latencies instead, never less than delay. 0 = the fixed delay.",
+	"hedge.max_hedges":       "Extra copies in flight at most beside the first attempt. A call sends at most 1 + max(max_hedges, retry.max_retries) copies.",
 
 	"fault.enabled":        "Inject faults into this client's attempts, just above the transport (game days, staging). Logged at WARN on every load while on.",
 	"fault.abort.percent":  "Share of attempts answered without being sent, in percent [0, 100].",

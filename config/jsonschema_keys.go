@@ -112,12 +112,21 @@ func typeName(k kind) string {
 func allowed(l leafInfo) string {
 	tag := l.sf.Tag
 	if e := enumOf(tag); e != nil {
-		return strings.Join(e, " | ")
+		shown := slices.Clone(e)
+		for i, v := range shown {
+			if v == "" {
+				shown[i] = `""`
+			}
+		}
+		return strings.Join(shown, " | ")
 	}
 	lo, hasLo := tag.Lookup("minimum")
 	xlo, hasXlo := tag.Lookup("exclusiveMinimum")
 	hi, hasHi := tag.Lookup("maximum")
+	xhi, hasXhi := tag.Lookup("exclusiveMaximum")
 	switch {
+	case hasLo && hasXhi:
+		return "[" + lo + ", " + xhi + ")"
 	case l.f.kind == kindDuration && hasXlo:
 		return "> " + xlo
 	case l.f.kind == kindDuration:
@@ -132,6 +141,8 @@ func allowed(l leafInfo) string {
 		return "> " + xlo
 	}
 	switch l.path {
+	case "retry.rate_limited.multiplier":
+		return "0 or >= 1"
 	case "retry.retryable_methods":
 		return "HTTP methods"
 	case "transport.proxy_url":
@@ -192,6 +203,7 @@ func Reference() string {
 		fmt.Fprintf(&b, "| `%s` | %s | `%s` | %s | %s |\n",
 			k.Path, k.Type, k.Default, allowed, strings.ReplaceAll(k.Doc, "|", "\\|"))
 	}
+	fmt.Fprintf(&b, "| `routes` | map of route pattern to route section | `{}` | http.ServeMux patterns | %s |\n", routesDoc)
 	return b.String()
 }
 
@@ -215,7 +227,8 @@ type Setting struct {
 }
 
 // Settings returns every effective key of c in the order of the file
-// format, with secrets redacted: auth.bearer_token and auth.basic.password,
+// format, then each route's keys (RouteKey; patterns sorted, only the keys
+// a route may set), with secrets redacted: auth.bearer_token and auth.basic.password,
 // header values whose names look sensitive (middleware.IsSensitiveHeader:
 // Authorization, X-Api-Key, …), and the userinfo and sensitive query
 // parameters of transport.proxy_url (middleware.RedactURL). Empty secrets
@@ -238,6 +251,11 @@ type rawSetting struct {
 }
 
 func (c ClientConfig) settings() []rawSetting {
+	return append(c.leafSettings(), c.routeSettings()...)
+}
+
+// leafSettings returns the settings of c's own keys, routes left out.
+func (c ClientConfig) leafSettings() []rawSetting {
 	tree := toTree(c)
 	var out []rawSetting
 	for _, l := range leafList {

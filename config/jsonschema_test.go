@@ -99,7 +99,13 @@ func edges(t *testing.T, k config.Key) (good, bad []string) {
 	a := k.Allowed
 	switch {
 	case strings.Contains(a, " | "):
-		return strings.Split(a, " | "), []string{"bogus"}
+		good := strings.Split(a, " | ")
+		for i, v := range good {
+			if v == `""` { // the empty value, as --set writes it
+				good[i] = ""
+			}
+		}
+		return good, []string{"bogus"}
 	case k.Type == "duration" && a == ">= 0":
 		return []string{"0s", "1ms"}, []string{"-1ms"}
 	case k.Type == "duration" && a == "> 0":
@@ -109,6 +115,10 @@ func edges(t *testing.T, k config.Key) (good, bad []string) {
 		var lo int
 		fmt.Sscan(n, &lo)
 		return []string{n}, []string{fmt.Sprint(lo - 1)}
+	case a == "[0, 1)":
+		return []string{"0", "0.99"}, []string{"1", "-0.1"}
+	case a == "0 or >= 1":
+		return []string{"0", "1", "2.5"}, []string{"0.5", "-1"}
 	case a == "(0, 1]":
 		return []string{"0.01", "1"}, []string{"0", "1.01"}
 	case a == "100..599" && k.Type == "list of integers":

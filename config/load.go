@@ -178,9 +178,30 @@ func (st *loadState) build() (Config, error) {
 	cfg.Clients = make(map[string]ClientConfig, len(clientTrees))
 	for _, name := range slices.Sorted(maps.Keys(clientTrees)) {
 		ct, _ := clientTrees[name].(map[string]any)
-		if cfg.Clients[name], err = decodeClient(mergeUnder(defTree, ct)); err != nil {
+		routeTrees, _ := ct["routes"].(map[string]any)
+		if routeTrees != nil {
+			ct = maps.Clone(ct)
+			delete(ct, "routes")
+		}
+		eff := mergeUnder(defTree, ct)
+		c, err := decodeClient(eff)
+		if err != nil {
 			return Config{}, err
 		}
+		// Each route merges over the client's effective keys, as the
+		// client merges over defaults.
+		for _, pattern := range slices.Sorted(maps.Keys(routeTrees)) {
+			rt, _ := routeTrees[pattern].(map[string]any)
+			rc, err := decodeClient(mergeUnder(eff, rt))
+			if err != nil {
+				return Config{}, err
+			}
+			if c.Routes == nil {
+				c.Routes = make(map[string]RouteConfig, len(routeTrees))
+			}
+			c.Routes[pattern] = routeOf(rc)
+		}
+		cfg.Clients[name] = c
 	}
 	cfg.Provenance = st.provenance(cfg)
 	st.validate(cfg)

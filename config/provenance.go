@@ -3,6 +3,7 @@ package config
 import (
 	"maps"
 	"slices"
+	"strconv"
 )
 
 // provenance builds the Provenance of cfg from the origins of every key the
@@ -14,7 +15,35 @@ func (st *loadState) provenance(cfg Config) *Provenance {
 		Clients:  make(map[string]map[string]Origin, len(cfg.Clients)),
 	}
 	for name, c := range cfg.Clients {
-		p.Clients[name] = st.originsOf("clients."+name, "defaults", c)
+		own := st.originsOf("clients."+name, "defaults", c)
+		for pattern, r := range c.Routes {
+			// A route key the route did not set has the origin of the
+			// client key it inherited (which may be a defaults key).
+			rprefix := "clients." + name + ".routes." + strconv.Quote(pattern)
+			rc := r.Client(ClientConfig{})
+			for rel, o := range st.originsOf(rprefix, "", rc) {
+				if routeAllowed(rel) {
+					own[RouteKey(pattern, rel)] = o
+				}
+			}
+			clientSchema.walkLeaves("", func(rel string, f *field) {
+				keys := []string{rel}
+				if f.kind == kindStringMap {
+					keys = keys[:0]
+					for _, h := range slices.Sorted(maps.Keys(rc.Headers)) {
+						keys = append(keys, rel+"."+h)
+					}
+				}
+				for _, k := range keys {
+					if _, set := own[RouteKey(pattern, k)]; !set && routeAllowed(k) {
+						if o, ok := own[k]; ok {
+							own[RouteKey(pattern, k)] = o
+						}
+					}
+				}
+			})
+		}
+		p.Clients[name] = own
 	}
 	return p
 }

@@ -23,7 +23,8 @@ import (
 // scope, logging.level, tls.min_version; "" stands for the default),
 // syntax (retryable_methods and header names are HTTP tokens, proxy_url an
 // http, https or socks5 URL, auth.host a bare host[:port]), contradictions
-// (attempt_timeout >= timeout, initial_backoff > max_backoff, burst < 1
+// (attempt_timeout >= timeout, initial_backoff > max_backoff, the same in
+// retry.rate_limited once its zero keys take the main ones, burst < 1
 // with a rate, a credential without auth.host, a value and its _file both
 // set, cert_file without key_file) and that every referenced file can be
 // read. The breaker's numbers are checked whether or not the breaker is
@@ -124,17 +125,10 @@ func (v *validator) readable(key, path string) {
 func validateClient(prefix string, c ClientConfig, strict bool) []*FieldError {
 	v := &validator{prefix: prefix}
 	v.nonNegDuration("timeout", c.Timeout)
-	for _, name := range slices.Sorted(maps.Keys(c.Headers)) {
-		if !isToken(name) {
-			v.fail("headers."+name, "header name must be an HTTP token")
-		}
-		if strings.ContainsAny(c.Headers[name], "\r\n\x00") {
-			v.fail("headers."+name, "header value must not contain CR, LF or NUL")
-		}
-	}
+	validateHeaders(v, c.Headers)
 	validateTransport(v, c.Transport)
 	validateTLS(v, c.TLS)
-	validateRetry(v, c.Retry, c.Timeout)
+	validateRetry(v, c.Retry, c.Timeout, strict)
 	validateBreaker(v, c.CircuitBreaker, strict)
 	v.nonNegInt("bulkhead.max_concurrent", c.Bulkhead.MaxConcurrent)
 	v.nonNegDuration("bulkhead.max_wait", c.Bulkhead.MaxWait)
@@ -144,10 +138,33 @@ func validateClient(prefix string, c ClientConfig, strict bool) []*FieldError {
 		v.fail("rate_limit.burst", "must be >= 1 when requests_per_second is set, got %d", c.RateLimit.Burst)
 	}
 	validateAuth(v, c.Auth)
+	validateHedge(v, c.Hedge, strict)
 	validateFault(v, c.Fault)
 	v.oneOf("logging.level", string(c.Logging.Level),
 		string(middleware.LogDebug), string(middleware.LogInfo), string(middleware.LogOff))
+	validateRoutes(v, c, strict, slices.Clone(v.errs))
 	return v.errs
+}
+
+func validateHeaders(v *validator, h map[string]string) {
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		if !isToken(name) {
+			v.fail("headers."+name, "header name must be an HTTP token")
+		}
+		if strings.ContainsAny(h[name], "\r\n\x00") {
+			v.fail("headers."+name, "header value must not contain CR, LF or NUL")
+		}
+	}
+}
+
+func validateHedge(v *validator, h middleware.HedgeSettings, strict bool) {
+	v.nonNegDuration("hedge.delay", h.Delay)
+	if p := h.DelayPercentile; !(p >= 0 && p < 1) {
+		v.fail("hedge.delay_percentile", "must be in [0, 1), got %g", p)
+	}
+	if strict || h.MaxHedges != 0 { // in code 0 stands for the default, 1
+		v.atLeastOne("hedge.max_hedges", h.MaxHedges)
+	}
 }
 
 func validateFault(v *validator, f middleware.FaultSettings) {
@@ -203,7 +220,7 @@ func validateTLS(v *validator, t TLSConfig) {
 	v.readable("tls.key_file", t.KeyFile)
 }
 
-func validateRetry(v *validator, r middleware.RetrySettings, timeout time.Duration) {
+func validateRetry(v *validator, r middleware.RetrySettings, timeout time.Duration, strict bool) {
 	v.nonNegInt("retry.max_retries", r.MaxRetries)
 	v.nonNegDuration("retry.initial_backoff", r.InitialBackoff)
 	v.nonNegDuration("retry.max_backoff", r.MaxBackoff)
@@ -228,6 +245,25 @@ func validateRetry(v *validator, r middleware.RetrySettings, timeout time.Durati
 	}
 	if r.MaxBufferedBody < 0 {
 		v.fail("retry.max_buffered_body", "must be >= 0, got %d", r.MaxBufferedBody)
+	}
+	// In code a zero multiplier stands for the default (2), as for NewBreaker.
+	if m := r.Multiplier; !(m >= 1) && (strict || m != 0) {
+		v.fail("retry.multiplier", "must be >= 1, got %g", m)
+	}
+	rl := r.RateLimited
+	v.nonNegDuration("retry.rate_limited.initial_backoff", rl.InitialBackoff)
+	v.nonNegDuration("retry.rate_limited.max_backoff", rl.MaxBackoff)
+	if m := rl.Multiplier; m != 0 && !(m >= 1) {
+		v.fail("retry.rate_limited.multiplier", "must be 0 (the main multiplier) or >= 1, got %g", m)
+	}
+	v.oneOf("retry.rate_limited.jitter", string(rl.Jitter), string(middleware.JitterFull), string(middleware.JitterEqual),
+		string(middleware.JitterDecorrelated), string(middleware.JitterNone))
+	if e := r.ForRateLimited(); (rl.InitialBackoff > 0 || rl.MaxBackoff > 0) && e.InitialBackoff > e.MaxBackoff && e.MaxBackoff >= 0 &&
+		rl.InitialBackoff >= 0 && rl.MaxBackoff >= 0 {
+		v.fail("retry.rate_limited.initial_backoff", "must be <= the rate-limited max_backoff (%s), got %s", e.MaxBackoff, e.InitialBackoff)
+	}
+	if r.AttemptHeader != "" && !isToken(r.AttemptHeader) {
+		v.fail("retry.attempt_header", "must be an HTTP header name, got %s", quoteShort(r.AttemptHeader))
 	}
 	v.nonNegFloat("retry.budget.ratio", r.Budget.Ratio)
 	v.nonNegFloat("retry.budget.min_per_second", r.Budget.MinPerSecond)

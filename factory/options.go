@@ -97,6 +97,12 @@ type Hooks struct {
 	// ShouldRetry replaces the method and outcome gates of the retry layer
 	// (see middleware.RetryOptions).
 	ShouldRetry func(req *http.Request, resp *http.Response, err error) bool
+	// Backoff replaces the retry layer's backoff schedule (retry's
+	// initial_backoff, max_backoff, multiplier, jitter and rate_limited):
+	// it returns the wait after attempt number attempt (1-based) whose
+	// outcome was resp or err. A valid Retry-After still rules over it;
+	// see middleware.RetryOptions.Backoff.
+	Backoff func(attempt int, resp *http.Response, err error) time.Duration
 	// IsFailure replaces the circuit breaker's failure test (transport error
 	// or status >= 500); see middleware.BreakerOptions.
 	IsFailure func(resp *http.Response, err error) bool

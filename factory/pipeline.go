@@ -2,9 +2,12 @@ package factory
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 
+	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -29,6 +32,10 @@ type pipeline struct {
 	// groups names the group whose component the pipeline uses, for the
 	// breaker, the bulkhead and the limiter in that order; "" for its own.
 	groups [3]string
+	// latencies are the client's recent answered-attempt latencies, read
+	// by hedge.delay_percentile. Always on and always kept: they hold no
+	// settings, so no plan decides about them.
+	latencies *middleware.Latencies
 
 	// hash is cfg.Hash(), made when Status first asks: a reload compares
 	// configs with ClientConfig.Equal, and hashing every new client was a
@@ -96,38 +103,68 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	h := r.hooks(name)
 	retunes = append(retunes, r.components(p, old, cp, ev, h, gt)...)
 
-	// The layers, outermost first, as DESIGN.md's pipeline draws them. Every
-	// error that leaves the pipeline, code's own layers' included, is
-	// redacted first.
-	tmo := middleware.TimeoutOptions{Events: ev}
-	layers := make([]middleware.Middleware, 0, 16)
+	// The layers, outermost first, as DESIGN.md's pipeline draws them.
+	// Auth, logging and fault injection are the client's, below every
+	// route; each route runs its own stateless layers (timeout, retry or
+	// hedge, attempt timeout, headers) around the client's components.
+	lower := middleware.Chain(
+		middleware.Auth(c.Auth.Host, m.cred, ev),
+		middleware.Logging(c.Logging, middleware.LoggingOptions{Events: ev}),
+		middleware.Fault(c.Fault, middleware.FaultOptions{Events: ev, Seed: h.FaultSeed}),
+	)(bottom)
+	top := r.chain(p, config.RouteConfig{Timeout: c.Timeout, Headers: c.Headers, Retry: c.Retry, Hedge: c.Hedge}, ev, h, lower)
+	if len(c.Routes) > 0 {
+		patterns := slices.Sorted(maps.Keys(c.Routes))
+		routes, err := middleware.NewRoutes(patterns...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("client %q: %w", name, err) // Validate rejects these first
+		}
+		rts := make(map[string]http.RoundTripper, len(patterns))
+		for _, pat := range patterns {
+			rts[pat] = r.chain(p, c.Routes[pat], ev, h, lower)
+		}
+		top = middleware.Router(routes, rts, top)
+	}
+	// Every error that leaves the pipeline, code's own layers' included,
+	// is redacted first.
+	layers := make([]middleware.Middleware, 0, 1+len(h.Outer))
 	layers = append(layers, middleware.RedactErrors())
 	layers = append(layers, h.Outer...)
-	layers = append(layers, middleware.Timeout(c.Timeout, tmo))
+	p.rt = middleware.Chain(layers...)(top)
+	return p, retunes, nil
+}
+
+// chain builds the layers of one route (or of the client, for calls that
+// match no route) from the total timeout down to lower: the stateless
+// layers from s, around p's stateful components, which every route of the
+// client shares.
+func (r *Registry) chain(p *pipeline, s config.RouteConfig, ev *middleware.Events, h Hooks, lower http.RoundTripper) http.RoundTripper {
+	name := p.name
+	tmo := middleware.TimeoutOptions{Events: ev}
+	layers := make([]middleware.Middleware, 0, 12)
+	layers = append(layers, middleware.Timeout(s.Timeout, tmo))
 	if p.breaker != nil {
 		layers = append(layers, p.breaker.MiddlewareFor(r.events(name, p.groups[0])))
 	}
 	if p.bulkhead != nil {
 		layers = append(layers, p.bulkhead.MiddlewareFor(r.events(name, p.groups[1])))
 	}
-	layers = append(layers,
-		middleware.Retry(c.Retry, middleware.RetryOptions{
-			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev,
-		}),
-		middleware.AttemptTimeout(c.Retry.AttemptTimeout, tmo),
-	)
+	if s.Hedge.Enabled {
+		layers = append(layers, middleware.Hedge(s.Hedge, s.Retry, middleware.HedgeOptions{
+			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Latencies: p.latencies,
+		}))
+	} else {
+		layers = append(layers, middleware.Retry(s.Retry, middleware.RetryOptions{
+			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Backoff: h.Backoff,
+		}))
+	}
+	layers = append(layers, middleware.AttemptTimeout(s.Retry.AttemptTimeout, tmo))
 	layers = append(layers, h.Attempt...)
 	if p.limiter != nil {
 		layers = append(layers, p.limiter.MiddlewareFor(r.events(name, p.groups[2])))
 	}
-	layers = append(layers,
-		middleware.Headers(c.Headers, middleware.HeadersOptions{}),
-		middleware.Auth(c.Auth.Host, m.cred, ev),
-		middleware.Logging(c.Logging, middleware.LoggingOptions{Events: ev}),
-		middleware.Fault(c.Fault, middleware.FaultOptions{Events: ev, Seed: h.FaultSeed}),
-	)
-	p.rt = middleware.Chain(layers...)(bottom)
-	return p, retunes, nil
+	layers = append(layers, middleware.Headers(s.Headers, middleware.HeadersOptions{}))
+	return middleware.Chain(layers...)(lower)
 }
 
 // hooks returns the hooks of client name: Options.Hooks, then
@@ -146,6 +183,9 @@ func (r *Registry) hooks(name string) Hooks {
 		h.Attempt = append(h.Attempt, l.Attempt...)
 		if l.ShouldRetry != nil {
 			h.ShouldRetry = l.ShouldRetry
+		}
+		if l.Backoff != nil {
+			h.Backoff = l.Backoff
 		}
 		if l.IsFailure != nil {
 			h.IsFailure = l.IsFailure
@@ -173,6 +213,9 @@ func (r *Registry) components(p, old *pipeline, cp ClientPlan, ev *middleware.Ev
 		if f != nil {
 			retunes = append(retunes, f)
 		}
+	}
+	if p.latencies = old.latencies; p.latencies == nil {
+		p.latencies = middleware.NewLatencies()
 	}
 	var f func()
 	p.budget, f = take(cp.Component(ComponentBudget), old.budget,

@@ -69,12 +69,15 @@ const (
 // The components of a pipeline, in pipeline order, as ComponentPlan names
 // them. Each covers the keys under the key path of the same name, except
 // "retry" (retry.* but not retry.budget.*), "budget" (retry.budget.*) and
-// "transport" (transport.* and tls.*).
+// "transport" (transport.* and tls.*) and "routes" (every key of every
+// route, routes."<pattern>".*: a route's layers are stateless and rebuilt,
+// its stateful components are the client's).
 const (
 	ComponentTimeout   = "timeout"
 	ComponentBreaker   = "circuit_breaker"
 	ComponentBulkhead  = "bulkhead"
 	ComponentRetry     = "retry"
+	ComponentHedge     = "hedge"
 	ComponentBudget    = "budget"
 	ComponentRateLimit = "rate_limit"
 	ComponentHeaders   = "headers"
@@ -82,6 +85,7 @@ const (
 	ComponentLogging   = "logging"
 	ComponentFault     = "fault"
 	ComponentTransport = "transport"
+	ComponentRoutes    = "routes"
 )
 
 // components lists every component in pipeline order with the key path
@@ -94,6 +98,7 @@ var components = []struct {
 	{ComponentBreaker, []string{"circuit_breaker"}},
 	{ComponentBulkhead, []string{"bulkhead"}},
 	{ComponentRetry, []string{"retry"}},
+	{ComponentHedge, []string{"hedge"}},
 	{ComponentBudget, []string{"retry.budget"}},
 	{ComponentRateLimit, []string{"rate_limit"}},
 	{ComponentHeaders, []string{"headers"}},
@@ -101,6 +106,7 @@ var components = []struct {
 	{ComponentLogging, []string{"logging"}},
 	{ComponentFault, []string{"fault"}},
 	{ComponentTransport, []string{"transport", "tls"}},
+	{ComponentRoutes, []string{"routes"}},
 }
 
 // ClientPlan is what a reload does to one named client. A plain value.
@@ -173,8 +179,10 @@ func (p ClientPlan) Component(name string) Change {
 //     in place while they stay on, started fresh when switched on (enabled,
 //     max_concurrent > 0, requests_per_second > 0), and dropped when
 //     switched off; a breaker whose scope changes is replaced;
-//   - the stateless layers (timeout, retry, headers, auth, logging) are
-//     built from the new settings.
+//   - the stateless layers (timeout, retry or hedge, headers, auth,
+//     logging) are built from the new settings, and so are the routes'
+//     (a change of routes only retunes "routes": the breaker, budget and
+//     transport stay); the latencies hedging samples are always kept.
 //
 // Plan sees the configs only. A registry's reload also sees the contents
 // of the files they name: a rotated token or password file changes the

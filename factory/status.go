@@ -1,6 +1,7 @@
 package factory
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -71,6 +72,9 @@ type ClientStatus struct {
 	// Fault is the client's fault injection while it is on (fault.enabled),
 	// so that a game day left running shows; nil when it is off.
 	Fault *middleware.FaultSettings `json:"fault,omitempty"`
+	// Routes lists the patterns of the client's routes, sorted; each
+	// route's effective settings are in Config.Routes. Nil without routes.
+	Routes []string `json:"routes,omitempty"`
 }
 
 // Status returns a snapshot of the registry: one consistent generation
@@ -101,6 +105,9 @@ func (r *Registry) Status() Status {
 		}
 		if p.bulkhead != nil {
 			cs.BulkheadInUse, cs.BulkheadLimit = p.bulkhead.InUse(), p.bulkhead.Limit()
+		}
+		if len(p.in.cfg.Routes) > 0 {
+			cs.Routes = slices.Sorted(maps.Keys(p.in.cfg.Routes))
 		}
 		if f := p.in.cfg.Fault; f.Enabled {
 			cs.Fault = &f

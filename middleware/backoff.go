@@ -13,16 +13,33 @@ import (
 const maxDuration = time.Duration(math.MaxInt64)
 
 // BackoffCap returns the cap of the delay before retry n (1-based):
-// min(MaxBackoff, InitialBackoff·2^(n-1)). The doubling saturates instead of
-// overflowing. A zero MaxBackoff means no cap; a zero InitialBackoff, or an n
-// below 1, gives 0. It is a pure function of s and n.
+// min(MaxBackoff, InitialBackoff·Multiplier^(n-1)). The growth saturates
+// instead of overflowing. A zero MaxBackoff means no cap; a zero
+// InitialBackoff, or an n below 1, gives 0; a zero Multiplier means
+// DefaultMultiplier and one below 1 counts as 1. It is a pure function of
+// s and n.
 func (s RetrySettings) BackoffCap(n int) time.Duration {
 	if n < 1 || s.InitialBackoff <= 0 {
 		return 0
 	}
+	m := s.Multiplier
+	if m == 0 {
+		m = DefaultMultiplier
+	}
 	c := maxDuration
-	if shift := n - 1; shift < 63 && s.InitialBackoff <= maxDuration>>shift {
-		c = s.InitialBackoff << shift
+	switch {
+	case m == 2: // exact in integers, as it always was
+		if shift := n - 1; shift < 63 && s.InitialBackoff <= maxDuration>>shift {
+			c = s.InitialBackoff << shift
+		}
+	case !(m > 1): // 1, below 1, NaN: constant
+		c = s.InitialBackoff
+	default:
+		// float64 holds every whole number of nanoseconds up to 104 days
+		// exactly, so whole multipliers give exact caps.
+		if f := float64(s.InitialBackoff) * math.Pow(m, float64(n-1)); f < float64(maxDuration) {
+			c = time.Duration(f)
+		}
 	}
 	if s.MaxBackoff > 0 && c > s.MaxBackoff {
 		c = s.MaxBackoff
@@ -34,7 +51,8 @@ func (s RetrySettings) BackoffCap(n int) time.Duration {
 // delay before the previous retry (prev; for retry 1 pass InitialBackoff) and
 // a random value r in [0, 1] (values outside are clamped). It is a pure
 // function: Retry calls it with RetryOptions.Rand, tests with fixed values.
-// With cap = BackoffCap(n):
+// With cap = BackoffCap(n) (Multiplier applies; decorrelated jitter grows by
+// its own factor 3 and reads no Multiplier):
 //
 //	full          r·cap                                     in [0, cap]
 //	equal         cap/2 + r·(cap − cap/2)                   in [cap/2, cap]
@@ -42,7 +60,8 @@ func (s RetrySettings) BackoffCap(n int) time.Duration {
 //	none          cap
 //
 // The zero Jitter "" and unknown values mean JitterFull. A zero MaxBackoff
-// means no cap.
+// means no cap. Constant backoff is JitterNone with InitialBackoff equal to
+// MaxBackoff.
 func (s RetrySettings) Delay(n int, prev time.Duration, r float64) time.Duration {
 	if n < 1 {
 		return 0

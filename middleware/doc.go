@@ -1,12 +1,15 @@
 // Package middleware holds every http.RoundTripper decorator of a switchboard
 // pipeline and the settings type each reads.
 //
-// A client's pipeline, outermost first:
+// A client's pipeline, outermost first (with routes, a Router above picks
+// per request the route's copy of the stateless layers, which share the
+// client's breaker, bulkhead, limiter and budget):
 //
 //	Timeout            one deadline over the whole logical call
 //	 └ circuit breaker  one outcome per logical call (after retries)
 //	    └ bulkhead      one slot per logical call
 //	       └ Retry      budget, backoff with jitter, Retry-After, body replay
+//	         (or Hedge) extra copies of a slow call; the first good answer wins
 //	          └ attempt timeout
 //	             └ rate limit    every attempt takes a token
 //	                └ headers, host-pinned auth

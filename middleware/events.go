@@ -24,6 +24,9 @@ const (
 	EventConfigRejected       = "config.rejected"
 	EventConfigUnchanged      = "config.unchanged"
 	EventFaultInjected        = "fault.injected"
+	EventHedgeSent            = "hedge.sent"
+	EventHedgeWon             = "hedge.won"
+	EventHedgeCancelled       = "hedge.cancelled"
 )
 
 // Event is one thing that happened in a pipeline, as handed to an Observer.

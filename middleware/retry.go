@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -52,6 +53,14 @@ type RetryOptions struct {
 	// Rand returns a random value in [0, 1) for jitter; nil means
 	// math/rand/v2's Float64. It must be safe for concurrent use.
 	Rand func() float64
+	// Backoff, when set, replaces the backoff schedule (InitialBackoff,
+	// MaxBackoff, Multiplier, Jitter and RateLimited): the delay before the
+	// attempt after attempt number attempt (1-based: 1 is the wait after
+	// the first attempt) whose outcome was resp or err (exactly one is
+	// non-nil; do not read or close resp.Body). A valid Retry-After still
+	// rules over it, and the deadline and budget gates still apply. A
+	// negative result counts as 0. It must be safe for concurrent use.
+	Backoff func(attempt int, resp *http.Response, err error) time.Duration
 }
 
 // Retry returns the middleware that retries failed attempts of a logical
@@ -79,8 +88,10 @@ type RetryOptions struct {
 //     that would end at or after the context's deadline, is not waited for;
 //  8. the budget has a token; if not, EventRetryBudgetExhausted is emitted.
 //
-// The delay before retry n is RetrySettings.Delay, unless the response
-// carries a valid Retry-After, which replaces it. Waits use one timer per
+// The delay before retry n is RetrySettings.Delay (of ForRateLimited after
+// a 429), or RetryOptions.Backoff when set, unless the response carries a
+// valid Retry-After, which replaces it. With AttemptHeader set, every
+// attempt carries its number in that header, on its own clone. Waits use one timer per
 // call and end at once when the context is done; the call then returns the
 // context's error, wrapped.
 //
@@ -108,6 +119,9 @@ func Retry(s RetrySettings, o RetryOptions) Middleware {
 // every RoundTripper a Retry middleware makes.
 type retryPolicy struct {
 	s           RetrySettings
+	rl          RetrySettings // s.ForRateLimited(): the schedule after a 429
+	backoff     func(int, *http.Response, error) time.Duration
+	header      string     // canonical AttemptHeader, "" for none
 	status      [10]uint64 // bit set of retryable status codes 0..639
 	methods     []string   // upper-cased eligible methods; unused when allMethods
 	allMethods  bool
@@ -125,6 +139,10 @@ func newRetryPolicy(s RetrySettings, o RetryOptions) *retryPolicy {
 		budget:      o.Budget,
 		ev:          o.Events,
 		rand:        o.Rand,
+		backoff:     o.Backoff,
+	}
+	if s.AttemptHeader != "" {
+		p.header = http.CanonicalHeaderKey(s.AttemptHeader)
 	}
 	if p.rand == nil {
 		p.rand = rand.Float64
@@ -150,6 +168,7 @@ func newRetryPolicy(s RetrySettings, o RetryOptions) *retryPolicy {
 		}
 	}
 	p.s.RetryableStatus, p.s.RetryableMethods = nil, nil // not read after this point
+	p.rl = p.s.ForRateLimited()
 	return p
 }
 
@@ -200,7 +219,9 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	maxRetries := maxRetriesFor(ctx, p.s.MaxRetries)
 	if maxRetries == 0 {
-		return rt.next.RoundTrip(req.Clone(ctx)) // the layers below may change their request
+		areq := req.Clone(ctx) // the layers below may change their request
+		p.markAttempt(areq, 1)
+		return rt.next.RoundTrip(areq)
 	}
 	// The body plan stays on this frame; only a body that must be buffered
 	// allocates (the buffer). A call whose method can never be retried does
@@ -226,6 +247,7 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		if rb.kind == replayBuffered {
 			areq.GetBody = rb.buf.getBody
 		}
+		p.markAttempt(areq, n)
 		resp, err = rt.next.RoundTrip(areq)
 		if resp == nil && err == nil {
 			err = errNoResponse
@@ -256,11 +278,7 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			delay = ra
 		} else {
-			r := 0.0
-			if usesRand(p.s.Jitter) {
-				r = p.rand()
-			}
-			delay = p.s.Delay(n, prev, r)
+			delay = p.delay(n, prev, resp, err)
 		}
 		if dl, ok := ctx.Deadline(); ok && !now.Add(delay).Before(dl) {
 			return resp, err // gate 7: the deadline would pass during the wait
@@ -296,6 +314,36 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, fmt.Errorf("switchboard: retry wait interrupted: %w", ctx.Err())
 		}
 	}
+}
+
+// delay returns the scheduled wait before retry n (1-based) after the
+// outcome resp or err, which carried no valid Retry-After: the Backoff
+// option's, or the schedule's (the rate-limited one after a 429).
+func (p *retryPolicy) delay(n int, prev time.Duration, resp *http.Response, err error) time.Duration {
+	if p.backoff != nil {
+		return max(p.backoff(n, resp, err), 0)
+	}
+	s := &p.s
+	if resp != nil && resp.StatusCode == http.StatusTooManyRequests {
+		s = &p.rl
+	}
+	r := 0.0
+	if usesRand(s.Jitter) {
+		r = p.rand()
+	}
+	return s.Delay(n, prev, r)
+}
+
+// markAttempt sets the attempt header, if configured, on areq, an
+// attempt's own clone (whose Header map Clone copied).
+func (p *retryPolicy) markAttempt(areq *http.Request, n int) {
+	if p.header == "" {
+		return
+	}
+	if areq.Header == nil {
+		areq.Header = make(http.Header, 1)
+	}
+	areq.Header[p.header] = []string{strconv.Itoa(n)}
 }
 
 // attemptKey is the context key under which Retry marks the attempt number

@@ -6,7 +6,9 @@ import "time"
 // The zero value "" means JitterFull.
 type Jitter string
 
-// The jitter kinds. For retry n (1-based) let cap = min(MaxBackoff, InitialBackoff·2^(n-1)).
+// The jitter kinds. For retry n (1-based) let cap = min(MaxBackoff,
+// InitialBackoff·Multiplier^(n-1)). Constant backoff is JitterNone with
+// InitialBackoff equal to MaxBackoff: every delay is then exactly that.
 const (
 	JitterFull         Jitter = "full"         // uniform in [0, cap]
 	JitterEqual        Jitter = "equal"        // cap/2 + uniform in [0, cap/2]
@@ -21,6 +23,7 @@ const (
 	DefaultMaxBackoff      = 30 * time.Second
 	DefaultJitter          = JitterFull
 	DefaultMaxBufferedBody = 1 << 20 // 1 MiB
+	DefaultMultiplier      = 2.0     // each delay cap doubles
 	DefaultBudgetRatio     = 0.2
 	DefaultBudgetMinPerSec = 10
 	DefaultBudgetTTL       = 10 * time.Second
@@ -42,7 +45,7 @@ type RetrySettings struct {
 	// attempt. Zero turns retry off.
 	MaxRetries int `koanf:"max_retries" json:"max_retries" minimum:"0"`
 	// InitialBackoff is the cap of the first retry's delay; each further retry
-	// doubles it, up to MaxBackoff.
+	// multiplies it by Multiplier, up to MaxBackoff.
 	InitialBackoff time.Duration `koanf:"initial_backoff" json:"initial_backoff"`
 	// MaxBackoff caps every delay. A Retry-After longer than MaxBackoff is not
 	// waited for: the response is returned at once. Zero means no cap (in
@@ -67,8 +70,57 @@ type RetrySettings struct {
 	// buffered so that it can be replayed. A longer body is sent once, unretried.
 	// Zero means bodies without GetBody are never retried.
 	MaxBufferedBody int64 `koanf:"max_buffered_body" json:"max_buffered_body" minimum:"0"`
+	// Multiplier is the growth factor of the delay cap: the cap of retry n
+	// is min(MaxBackoff, InitialBackoff·Multiplier^(n-1)). 1 keeps every
+	// cap at InitialBackoff; zero means DefaultMultiplier (2). Values below
+	// 1 count as 1.
+	Multiplier float64 `koanf:"multiplier" json:"multiplier" minimum:"1"`
+	// RateLimited is the schedule of a retry after a 429 Too Many Requests
+	// that carries no valid Retry-After (with one, Retry-After rules as for
+	// any status). Each of its keys left at zero takes the main schedule's
+	// value, so the zero value means "the main schedule".
+	RateLimited BackoffSettings `koanf:"rate_limited" json:"rate_limited"`
+	// AttemptHeader, when not "", is a header set on every attempt to the
+	// attempt's 1-based number ("1", "2", …), replacing any value the
+	// caller gave it. "" sends none.
+	AttemptHeader string `koanf:"attempt_header" json:"attempt_header"`
 	// Budget caps retries across all calls of the client.
 	Budget BudgetSettings `koanf:"budget" json:"budget"`
+}
+
+// BackoffSettings is a backoff schedule of its own, the `retry.rate_limited`
+// block. A zero field takes the value of the main schedule (RetrySettings'
+// field of the same name); see RetrySettings.ForRateLimited. A plain value.
+type BackoffSettings struct {
+	// InitialBackoff is the cap of the first delay; zero = the main one.
+	InitialBackoff time.Duration `koanf:"initial_backoff" json:"initial_backoff"`
+	// MaxBackoff caps every delay; zero = the main one.
+	MaxBackoff time.Duration `koanf:"max_backoff" json:"max_backoff"`
+	// Multiplier is the growth factor of the cap; zero = the main one.
+	Multiplier float64 `koanf:"multiplier" json:"multiplier"`
+	// Jitter randomises the delay; "" = the main one.
+	Jitter Jitter `koanf:"jitter" json:"jitter" enum:",full,equal,decorrelated,none"`
+}
+
+// ForRateLimited returns the settings whose schedule (InitialBackoff,
+// MaxBackoff, Multiplier, Jitter) the retry layer uses after a 429 without
+// a valid Retry-After: s with each of those replaced by the non-zero field
+// of s.RateLimited. It is a pure function of s.
+func (s RetrySettings) ForRateLimited() RetrySettings {
+	r := s.RateLimited
+	if r.InitialBackoff != 0 {
+		s.InitialBackoff = r.InitialBackoff
+	}
+	if r.MaxBackoff != 0 {
+		s.MaxBackoff = r.MaxBackoff
+	}
+	if r.Multiplier != 0 {
+		s.Multiplier = r.Multiplier
+	}
+	if r.Jitter != "" {
+		s.Jitter = r.Jitter
+	}
+	return s
 }
 
 // BudgetSettings is the `retry.budget` block: a Finagle-style retry budget.
@@ -96,6 +148,7 @@ func DefaultRetrySettings() RetrySettings {
 		RetryableStatus:  DefaultRetryableStatus(),
 		RetryableMethods: IdempotentMethods(),
 		MaxBufferedBody:  DefaultMaxBufferedBody,
+		Multiplier:       DefaultMultiplier,
 		Budget: BudgetSettings{
 			Ratio:        DefaultBudgetRatio,
 			MinPerSecond: DefaultBudgetMinPerSec,

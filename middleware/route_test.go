@@ -1,0 +1,107 @@
+package middleware_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-http/switchboard/middleware"
+)
+
+func TestRoutesPrecedence(t *testing.T) {
+	routes, err := middleware.NewRoutes(
+		"POST /v1/charges",
+		"GET /v1/reports/{id}",
+		"GET /v1/reports/latest",
+		"/v1/",
+		"api.example.com/v1/",
+		"GET /files/{rest...}",
+		"DELETE /v1/items/{id}",
+		"GET /{$}",
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		method, url string
+		want        string // "" for no route
+	}{
+		{"POST", "http://svc.test/v1/charges", "POST /v1/charges"},
+		{"GET", "http://svc.test/v1/charges", "/v1/"}, // method-less pattern
+		{"GET", "http://svc.test/v1/reports/42", "GET /v1/reports/{id}"},
+		{"HEAD", "http://svc.test/v1/reports/42", "GET /v1/reports/{id}"}, // GET covers HEAD
+		{"GET", "http://svc.test/v1/reports/latest", "GET /v1/reports/latest"},
+		{"GET", "http://svc.test/v1/reports/42/pdf", "/v1/"},
+		{"GET", "http://api.example.com/v1/charges", "api.example.com/v1/"}, // host wins
+		{"GET", "http://api.example.com:8443/v1/x", "api.example.com/v1/"},  // port ignored
+		{"GET", "http://svc.test/files/a/b/c.txt", "GET /files/{rest...}"},
+		{"PUT", "http://svc.test/files/a", ""}, // 405 for ServeMux: no route
+		{"DELETE", "http://svc.test/v1/items/7", "DELETE /v1/items/{id}"},
+		{"GET", "http://svc.test/", "GET /{$}"},
+		{"GET", "http://svc.test", "GET /{$}"}, // empty path is "/"
+		{"GET", "http://svc.test/other", ""},
+		{"GET", "http://svc.test/v1", ""}, // ServeMux would redirect to /v1/
+		{"GET", "http://svc.test/v1/a%2Fb", "/v1/"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.url, func(t *testing.T) {
+			req, err := http.NewRequest(tt.method, tt.url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Host = "" // as clients often leave it
+			got, ok := routes.Match(req)
+			if got != tt.want || ok != (tt.want != "") {
+				t.Fatalf("Match: got %q, %v; want %q", got, ok, tt.want)
+			}
+			if req.Host != "" {
+				t.Errorf("Match changed the request's Host to %q", req.Host)
+			}
+		})
+	}
+}
+
+func TestNewRoutesRejectsBadPatterns(t *testing.T) {
+	tests := []struct {
+		patterns []string
+		want     string
+	}{
+		{[]string{"GET"}, `route pattern "GET"`},
+		{[]string{"GET /a/{x"}, `route pattern "GET /a/{x"`},
+		{[]string{"/a/{rest...}/b"}, `route pattern "/a/{rest...}/b"`},
+		{[]string{"GET /a/{x}/b", "GET /a/{y}/b"}, `route pattern "GET /a/{y}/b"`},
+		{[]string{"GET /a/{x}", "GET /{y}/b"}, "conflicts"},
+		{[]string{""}, "empty pattern"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.patterns, ","), func(t *testing.T) {
+			_, err := middleware.NewRoutes(tt.patterns...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRouterPicksTheRoutesChain(t *testing.T) {
+	routes, err := middleware.NewRoutes("POST /v1/charges")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := func(name string) http.RoundTripper {
+		return middleware.RoundTripperFunc(func(*http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: 200, Header: http.Header{"X-Chain": {name}}, Body: http.NoBody}, nil
+		})
+	}
+	rt := middleware.Router(routes, map[string]http.RoundTripper{"POST /v1/charges": named("charges")}, named("client"))
+	for _, tt := range []struct{ method, want string }{{"POST", "charges"}, {"GET", "client"}} {
+		req, _ := http.NewRequest(tt.method, "http://svc.test/v1/charges", nil)
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.Header.Get("X-Chain"); got != tt.want {
+			t.Errorf("%s: got chain %q, want %q", tt.method, got, tt.want)
+		}
+	}
+}
