@@ -9,8 +9,6 @@ import (
 	"time"
 )
 
-const durationWant = `a duration string like "500ms"`
-
 // fromYAML converts v, a value decoded from the YAML file, into the canonical
 // type of leaf f (see toTree). raw returns the literal text of a scalar in the
 // file, used where a string is wanted and YAML typed the scalar otherwise
@@ -26,7 +24,7 @@ func fromYAML(f *field, v any, raw func(suffix string) (string, bool)) (any, str
 		case string:
 			d, err := time.ParseDuration(x)
 			if err != nil {
-				return nil, "must be " + durationWant + ", got " + describe(v, f.secret)
+				return nil, mustBe(f.kind, describe(v, f.secret))
 			}
 			return d, ""
 		case int:
@@ -34,11 +32,11 @@ func fromYAML(f *field, v any, raw func(suffix string) (string, bool)) (any, str
 				return time.Duration(0), ""
 			}
 		}
-		return nil, "must be " + durationWant + ", got " + describe(v, f.secret)
+		return nil, mustBe(f.kind, describe(v, f.secret))
 	case kindInt:
 		n, ok := yamlInt(v)
 		if !ok {
-			return nil, "must be an integer, got " + describe(v, f.secret)
+			return nil, mustBe(f.kind, describe(v, f.secret))
 		}
 		return n, ""
 	case kindFloat:
@@ -53,28 +51,28 @@ func fromYAML(f *field, v any, raw func(suffix string) (string, bool)) (any, str
 				return float64(n), ""
 			}
 		}
-		return nil, "must be a number, got " + describe(v, f.secret)
+		return nil, mustBe(f.kind, describe(v, f.secret))
 	case kindBool:
 		if b, ok := v.(bool); ok {
 			return b, ""
 		}
-		return nil, "must be true or false, got " + describe(v, f.secret)
+		return nil, mustBe(f.kind, describe(v, f.secret))
 	case kindString:
 		s, ok := yamlString(v, func() (string, bool) { return raw("") })
 		if !ok {
-			return nil, "must be a string, got " + describe(v, f.secret)
+			return nil, mustBe(f.kind, describe(v, f.secret))
 		}
 		return s, ""
 	case kindIntList:
 		l, ok := v.([]any)
 		if !ok {
-			return nil, "must be a list of integers, got " + describe(v, f.secret)
+			return nil, mustBe(f.kind, describe(v, f.secret))
 		}
 		out := make([]int, len(l))
 		for i, e := range l {
 			n, ok := yamlInt(e)
 			if !ok {
-				return nil, fmt.Sprintf("item %d must be an integer, got %s", i+1, describe(e, f.secret))
+				return nil, itemMustBe(i, kindInt, describe(e, f.secret))
 			}
 			out[i] = n
 		}
@@ -82,13 +80,13 @@ func fromYAML(f *field, v any, raw func(suffix string) (string, bool)) (any, str
 	case kindStringList:
 		l, ok := v.([]any)
 		if !ok {
-			return nil, "must be a list of strings, got " + describe(v, f.secret)
+			return nil, mustBe(f.kind, describe(v, f.secret))
 		}
 		out := make([]string, len(l))
 		for i, e := range l {
 			s, ok := yamlString(e, func() (string, bool) { return raw(fmt.Sprintf("[%d]", i)) })
 			if !ok {
-				return nil, fmt.Sprintf("item %d must be a string, got %s", i+1, describe(e, f.secret))
+				return nil, itemMustBe(i, kindString, describe(e, f.secret))
 			}
 			out[i] = s
 		}
@@ -167,25 +165,25 @@ func fromText(f *field, s string) (any, string) {
 	case kindDuration:
 		d, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil {
-			return nil, `want duration like "500ms", got ` + quoteText(s, f.secret)
+			return nil, mustBe(f.kind, quoteText(s, f.secret))
 		}
 		return d, ""
 	case kindInt:
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil {
-			return nil, "want integer, got " + quoteText(s, f.secret)
+			return nil, mustBe(f.kind, quoteText(s, f.secret))
 		}
 		return n, ""
 	case kindFloat:
 		x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 		if err != nil || math.IsNaN(x) {
-			return nil, "want number, got " + quoteText(s, f.secret)
+			return nil, mustBe(f.kind, quoteText(s, f.secret))
 		}
 		return x, ""
 	case kindBool:
 		b, err := strconv.ParseBool(strings.TrimSpace(s))
 		if err != nil {
-			return nil, "want true or false, got " + quoteText(s, f.secret)
+			return nil, mustBe(f.kind, quoteText(s, f.secret))
 		}
 		return b, ""
 	case kindString:
@@ -196,7 +194,7 @@ func fromText(f *field, s string) (any, string) {
 		for i, it := range items {
 			n, err := strconv.Atoi(it)
 			if err != nil {
-				return nil, "want comma-separated integers, got " + quoteText(s, f.secret)
+				return nil, itemMustBe(i, kindInt, quoteText(it, f.secret))
 			}
 			out[i] = n
 		}

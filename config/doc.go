@@ -54,9 +54,12 @@
 // SWITCHBOARD_DEFAULTS__TIMEOUT=2s. Matching is case-insensitive. A client
 // name matches the file's clients case-insensitively with "_" and "-"
 // alike (BILLING_V2 is billing-v2, or billing_v2 when that is the file's
-// spelling); when the file has no such client, the variable creates one named
-// in lower case with "_" read as "-" (billing-v2), since env names cannot
-// hold "-". Under headers, "_" becomes "-" and the name
+// spelling). A variable cannot create a client: one naming a client that
+// neither the file nor a Source defines is an error naming the variable and
+// the nearest defined name (env SVC_CLIENTS__BILING__TIMEOUT: no client
+// "biling"; did you mean billing?), or, when no name is close, saying to
+// define the client there first; a typo never starts a client of its own.
+// Under headers, "_" becomes "-" and the name
 // is put in canonical form: …__HEADERS__X_REQUEST_SOURCE=abc sets
 // X-Request-Source. Lists are comma-separated (…__RETRYABLE_STATUS=502,503;
 // an empty value is the empty list). A prefixed variable that names no key,
@@ -82,7 +85,18 @@
 // whose names are key paths (fs.Duration("clients.billing.timeout", …))
 // are taken too, when set. Values parse like env values. Flags the user did
 // not set change nothing; flags named otherwise are the application's and
-// are ignored. A --set naming no key is an error.
+// are ignored. A --set naming no key is an error, and so is one naming a
+// client the file and the Sources do not define, as for env variables.
+//
+// # Errors
+//
+// A value of the wrong kind reads the same from every layer (must be an
+// integer, got "three"). Each error names where the key was set: its line
+// in the file, or the env variable, flag or Source ("source etcd:
+// clients.billing.timeout: …"); an error about two keys (attempt_timeout
+// >= timeout) carries the line of the key it names. Load reports every
+// error of a load together, those about referenced secret and TLS files
+// (unreadable, empty, not PEM) included, sorted by file line, then key.
 //
 // # Secrets
 //

@@ -129,7 +129,10 @@ func resolveEnv(parts []string, fileClients []string) ([]string, *field, *FieldE
 	return segs, f, nil
 }
 
-// envClientName maps the client part of a variable name to a client name.
+// envClientName maps the client part of a variable name to a client name:
+// one the file or a Source defines, matched case-insensitively with "_"
+// and "-" alike. A name they do not define is an error (see noClient): a
+// variable cannot create a client, so a typo does not start one.
 func envClientName(part string, fileClients []string) (string, *FieldError) {
 	norm := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "-", "_")) }
 	want := norm(part)
@@ -142,14 +145,35 @@ func envClientName(part string, fileClients []string) (string, *FieldError) {
 	switch len(found) {
 	case 0:
 		// As DESIGN.md has it, BILLING_V2 is billing-v2: env names cannot
-		// hold "-", so "_" in a new client's name stands for it.
+		// hold "-", so "_" in a client's name stands for it.
 		name := strings.ToLower(strings.ReplaceAll(part, "_", "-"))
 		if !clientNameRE.MatchString(name) {
 			return "", &FieldError{Msg: "client name " + quoteShort(name) + " must match " + clientNameRE.String()}
 		}
-		return name, nil
+		normed := make([]string, len(fileClients))
+		for i, c := range fileClients {
+			normed[i] = norm(c)
+		}
+		hint := ""
+		if h := suggest(want, normed); h != "" {
+			hint = fileClients[slices.Index(normed, h)]
+		}
+		return "", noClient(strings.ToLower(part), hint)
 	case 1:
 		return found[0], nil
 	}
 	return "", &FieldError{Msg: "client name " + quoteShort(part) + " matches several clients of the file: " + strings.Join(found, ", ")}
+}
+
+// noClient is the error for an env variable or flag naming a client that
+// neither the file nor a Source defines, with hint the nearest defined
+// name ("" when none is close):
+//
+//	no client "biling"; did you mean billing?
+//	no client "x" in the file or sources; define it there first
+func noClient(name, hint string) *FieldError {
+	if hint != "" {
+		return &FieldError{Msg: "no client " + quoteShort(name), Hint: hint}
+	}
+	return &FieldError{Msg: "no client " + quoteShort(name) + " in the file or sources; define it there first"}
 }

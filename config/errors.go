@@ -13,10 +13,12 @@ import (
 // Error() reads "clients.billing.retry.max_retries: must be >= 0, got -1",
 // followed by " (line 12)" when the value came from the file and its line is
 // known, or " (set by env SWITCHBOARD_…)" when an env variable or flag set it,
-// and by "; did you mean max_retries?" when Hint is set. When Input is set
-// (an env variable or flag whose text could not be used at all) Error() leads
-// with Input instead of Path:
-// `env SWITCHBOARD_CLIENTS__BILLING__RETRY__MAX_RETRIES: want integer, got "abc"`.
+// and by "; did you mean max_retries?" when Hint is set. An error about a
+// value a Source set leads with the Source instead:
+// "source etcd: clients.billing.retry.max_retries: must be >= 0, got -1".
+// When Input is set (an env variable or flag whose text could not be used
+// at all) Error() leads with Input instead of Path:
+// `env SWITCHBOARD_CLIENTS__BILLING__RETRY__MAX_RETRIES: must be an integer, got "abc"`.
 //
 // A FieldError never holds the value of a secret key (auth.bearer_token,
 // auth.basic.password): such values are shown as "<redacted>".
@@ -41,14 +43,26 @@ type FieldError struct {
 	// set the offending value when it did not come from the file or the
 	// built-in defaults; empty otherwise.
 	SetBy string
+
+	// about lists other full key paths the error is about (timeout for
+	// "attempt_timeout must be less than timeout"): when the value at Path
+	// was set by no layer, Load places the error by the first of them that
+	// was.
+	about []string
 }
 
 // Error returns the message described on FieldError.
 func (e *FieldError) Error() string {
 	var b strings.Builder
-	if e.Input != "" {
+	fromSource := strings.HasPrefix(e.SetBy, "source ")
+	switch {
+	case e.Input != "":
 		b.WriteString(e.Input)
-	} else {
+	case fromSource && e.Line == 0:
+		b.WriteString(e.SetBy)
+		b.WriteString(": ")
+		b.WriteString(e.Path)
+	default:
 		b.WriteString(e.Path)
 	}
 	b.WriteString(": ")
@@ -58,7 +72,7 @@ func (e *FieldError) Error() string {
 		b.WriteString(" (line ")
 		b.WriteString(strconv.Itoa(e.Line))
 		b.WriteString(")")
-	case e.SetBy != "" && e.Input == "":
+	case e.SetBy != "" && e.Input == "" && !fromSource:
 		b.WriteString(" (set by ")
 		b.WriteString(e.SetBy)
 		b.WriteString(")")

@@ -37,7 +37,7 @@ var flagsMu sync.Mutex
 // then each --set in the order given, so a later --set wins. Flags with
 // other names are the application's own and are ignored. The flags read are
 // written to ih.
-func (st *loadState) flagLayer(fs *pflag.FlagSet, ih hash.Hash) map[string]any {
+func (st *loadState) flagLayer(fs *pflag.FlagSet, fileClients []string, ih hash.Hash) map[string]any {
 	type setting struct{ input, key, text string }
 	var pathFlags []setting
 	var sets []string
@@ -90,6 +90,9 @@ func (st *loadState) flagLayer(fs *pflag.FlagSet, ih hash.Hash) map[string]any {
 	for _, s := range all {
 		writeHashField(ih, "flag", s.input, s.text)
 		segs, f, fe := resolveKey(s.key)
+		if fe == nil {
+			fe = flagClient(segs, fileClients)
+		}
 		if fe != nil {
 			fe.Input = s.input
 			st.errs = append(st.errs, fe)
@@ -153,4 +156,16 @@ func resolveKey(key string) ([]string, *field, *FieldError) {
 		return nil, nil, &FieldError{Path: key, Msg: key + " is a section, not a key: name one of its keys"}
 	}
 	return segs, f, nil
+}
+
+// flagClient checks that the client a flag's key path segs names, if any,
+// is one the file or a Source defines (the names exact, as in the file): a
+// flag cannot create a client, any more than an env variable can.
+func flagClient(segs, fileClients []string) *FieldError {
+	if segs[0] != "clients" || slices.Contains(fileClients, segs[1]) {
+		return nil
+	}
+	fe := noClient(segs[1], suggest(segs[1], fileClients))
+	fe.Path = strings.Join(segs, ".")
+	return fe
 }

@@ -8,8 +8,18 @@ import (
 	"github.com/switchboard-http/switchboard/config"
 )
 
-// The layers together: built-in defaults, env and --set flags over them
-// (no file here), each value's origin in Provenance.
+// clientsSource is a Source defining the client billing, in place of a
+// file: env variables and flags can set a client's keys but not create one.
+type clientsSource struct{}
+
+func (clientsSource) Name() string { return "inline" }
+func (clientsSource) Read() (map[string]any, error) {
+	return map[string]any{"clients": map[string]any{"billing": map[string]any{}}}, nil
+}
+
+// The layers together: built-in defaults, a Source defining the client
+// (no file here), env and --set flags over them, each value's origin in
+// Provenance.
 func ExampleRegisterFlags() {
 	fs := pflag.NewFlagSet("billing-svc", pflag.ContinueOnError)
 	config.RegisterFlags(fs)
@@ -18,6 +28,7 @@ func ExampleRegisterFlags() {
 		return
 	}
 	cfg, err := config.Loader{
+		Sources:   []config.Source{clientsSource{}},
 		EnvPrefix: "SWITCHBOARD_",
 		Environ:   func() []string { return []string{"SWITCHBOARD_CLIENTS__BILLING__RETRY__MAX_RETRIES=5"} },
 		Flags:     fs,

@@ -92,7 +92,7 @@ func TestFlagLayerErrors(t *testing.T) {
 		{"unknown key in --set", []string{"--set", "clients.billing.retry.max_retires=5"},
 			[]string{"--set clients.billing.retry.max_retires: unknown key clients.billing.retry.max_retires; did you mean max_retries?"}},
 		{"no = in --set", []string{"--set", "clients.billing.timeout"}, []string{`--set: want key=value`}},
-		{"bad value in --set", []string{"--set", "defaults.timeout=soon"}, []string{`--set defaults.timeout: want duration like "500ms", got "soon"`}},
+		{"bad value in --set", []string{"--set", "defaults.timeout=soon"}, []string{`--set defaults.timeout: must be a duration string like "500ms", got "soon"`}},
 		{"headers map as one key", []string{"--set", "defaults.headers=a"}, []string{"--set defaults.headers: is a map"}},
 		{"bad client name", []string{"--set", "clients.a b.timeout=1s"}, []string{"client name"}},
 		{"validation names the flag", []string{"--set", "defaults.bulkhead.max_concurrent=-3"},

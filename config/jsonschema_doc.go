@@ -76,7 +76,7 @@ var keyDocs = map[string]string{
 	"auth.host":                "URL host[:port] that receives the credential (case-insensitive; a default port written or implied is the same); required when a credential is set. Other hosts, and redirects that change the scheme, get none.",
 	"auth.bearer_token":        "Sent as `Authorization: Bearer <token>`. Secret: never shown.",
 	"auth.bearer_token_file":   "File holding the bearer token; re-read when it changes (rotating tokens).",
-	"auth.basic.username":      "HTTP basic auth user name.",
+	"auth.basic.username":      "HTTP basic auth user name; must not contain \":\" (RFC 7617).",
 	"auth.basic.password":      "HTTP basic auth password. Secret: never shown.",
 	"auth.basic.password_file": "File holding the basic auth password; re-read when it changes.",
 

@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"maps"
-	"net/url"
 	"reflect"
 	"slices"
 	"strconv"
@@ -231,7 +230,8 @@ type Setting struct {
 // a route may set), with secrets redacted: auth.bearer_token and auth.basic.password,
 // header values whose names look sensitive (middleware.IsSensitiveHeader:
 // Authorization, X-Api-Key, …), and the userinfo and sensitive query
-// parameters of transport.proxy_url (middleware.RedactURL). Empty secrets
+// parameters of transport.proxy_url (middleware.RedactProxyURL: the
+// userinfo reads REDACTED@, so a configured credential shows). Empty secrets
 // are shown as they are. It is safe for concurrent use.
 func (c ClientConfig) Settings() []Setting {
 	raw := c.settings()
@@ -284,11 +284,7 @@ func (s rawSetting) redacted() Setting {
 	case s.secret:
 		out.Value, out.Text, out.Redacted = Redacted, Redacted, true
 	case s.key == "transport.proxy_url":
-		u, err := url.Parse(str)
-		red := Redacted
-		if err == nil {
-			red = middleware.RedactURL(u)
-		}
+		red := middleware.RedactProxyURL(str) // userinfo as REDACTED@: a credential shows as configured
 		if red != str {
 			out.Value, out.Text, out.Redacted = red, red, true
 		}

@@ -171,7 +171,7 @@ func TestSettingsRedactSecrets(t *testing.T) {
 		{"auth.bearer_token_file", `""`, false},
 		{"headers.X-Api-Key", config.Redacted, true},
 		{"headers.User-Agent", "svc/1.0", false},
-		{"transport.proxy_url", "http://proxy:3128/?api_key=REDACTED&zone=eu", true},
+		{"transport.proxy_url", "http://REDACTED@proxy:3128/?api_key=REDACTED&zone=eu", true},
 		{"auth.host", "billing.internal", false},
 		{"retry.retryable_status", "[429, 502, 503, 504]", false},
 		{"timeout", "30s", false},

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -124,7 +125,7 @@ func (l Loader) LoadContext(ctx context.Context) (Config, error) {
 		}
 	}
 	if l.Flags != nil {
-		if err := st.merge(st.flagLayer(l.Flags, ih)); err != nil {
+		if err := st.merge(st.flagLayer(l.Flags, fileClients, ih)); err != nil {
 			return Config{}, err
 		}
 	}
@@ -237,16 +238,39 @@ func (st *loadState) validate(cfg Config) {
 
 // annotate sets fe's Line or SetBy from the origin of the value at path
 // (for a client key not set in the client, the inherited `defaults` key).
+// When no layer set that value, the first of the other keys the error is
+// about that a layer did set places it: "auth.host must be set when a
+// credential is set" carries the line of the credential.
 func (st *loadState) annotate(fe *FieldError, path string) Origin {
+	o, ok := st.origin(path)
+	at := o
+	for _, p := range fe.about {
+		if at.Layer != LayerBuiltin {
+			break
+		}
+		at, _ = st.origin(p)
+	}
+	st.place(fe, at)
+	if !ok {
+		return Origin{}
+	}
+	return o
+}
+
+// origin returns where the value at the full key path came from: for a
+// client key not set in the client, the inherited `defaults` key's origin.
+func (st *loadState) origin(path string) (Origin, bool) {
 	o, ok := st.origins[path]
 	if !ok {
 		if rel, ok2 := relOfClientPath(path); ok2 {
 			o, ok = st.origins["defaults."+rel]
 		}
 	}
-	if !ok {
-		return Origin{}
-	}
+	return o, ok
+}
+
+// place sets fe's Line or SetBy from o.
+func (st *loadState) place(fe *FieldError, o Origin) {
 	switch o.Layer {
 	case LayerFile:
 		fe.Line = o.Line
@@ -257,7 +281,6 @@ func (st *loadState) annotate(fe *FieldError, path string) Origin {
 	case LayerFlag:
 		fe.SetBy = o.Name
 	}
-	return o
 }
 
 // relOfClientPath returns "retry.max_retries" for
@@ -271,27 +294,39 @@ func relOfClientPath(path string) (string, bool) {
 	return rel, ok
 }
 
-// err returns every collected FieldError, sorted by path, joined and wrapped
-// with the file name.
+// err returns every collected FieldError, sorted (see sortFieldErrors),
+// joined and wrapped with the file name when any of them is about the file.
 func (st *loadState) err(file string) error {
-	slices.SortStableFunc(st.errs, func(a, b *FieldError) int {
-		if a.Path != b.Path {
-			if a.Path < b.Path {
-				return -1
-			}
-			return 1
-		}
-		return a.Line - b.Line
-	})
+	sortFieldErrors(st.errs)
 	joined := joinFieldErrors(st.errs)
 	what := "config"
-	if file != "" {
+	if file != "" && slices.ContainsFunc(st.errs, aboutFile) {
 		what = "config " + file
 	}
 	if len(st.errs) == 1 {
 		return fmt.Errorf("%s: %w", what, joined)
 	}
 	return fmt.Errorf("%s: %s errors:\n%w", what, strconv.Itoa(len(st.errs)), joined)
+}
+
+// aboutFile reports whether fe is about a value of the file (or of the
+// built-in defaults), not one an env variable, flag or Source set.
+func aboutFile(fe *FieldError) bool { return fe.Input == "" && fe.SetBy == "" }
+
+// sortFieldErrors sorts errs as a reader of the file goes: the errors with
+// a file line by line, then the others (env variables, flags, Sources) by
+// key path, then by what names them; the sort is stable.
+func sortFieldErrors(errs []*FieldError) {
+	slices.SortStableFunc(errs, func(a, b *FieldError) int {
+		if (a.Line > 0) != (b.Line > 0) {
+			if a.Line > 0 {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Path, b.Path),
+			cmp.Compare(a.Input, b.Input), cmp.Compare(a.SetBy, b.SetBy))
+	})
 }
 
 // mergeUnder returns over merged over base: maps merge key by key, any other

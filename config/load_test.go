@@ -165,8 +165,8 @@ clients:
 			},
 		},
 		{
-			name: "a client only in a higher layer follows defaults",
-			file: "defaults:\n  retry: {max_retries: 4}\n",
+			name: "a client with an empty section in the file follows defaults and the flags",
+			file: "defaults:\n  retry: {max_retries: 4}\nclients:\n  fresh:\n",
 			args: []string{"--set", "clients.fresh.timeout=3s"},
 			check: func(t *testing.T, cfg config.Config) {
 				c := client(t, cfg, "fresh")
@@ -232,8 +232,9 @@ func TestLoadReportsAllErrorsAsFieldErrors(t *testing.T) {
 
 func TestLoadFiles(t *testing.T) {
 	token := writeConfig(t, "tok")
+	ca, _ := pemPair(t)
 	path := writeConfig(t, `defaults:
-  tls: {ca_file: `+token+`}
+  tls: {ca_file: `+ca+`}
 clients:
   billing:
     auth: {host: b.internal, bearer_token_file: `+token+`}
@@ -241,7 +242,7 @@ clients:
     auth: {host: s.internal, basic: {username: u, password_file: `+token+`}}
 `)
 	cfg := mustLoad(t, config.Loader{File: path})
-	if got, want := cfg.Files, []string{path, token}; !reflect.DeepEqual(got, want) {
+	if got, want := cfg.Files, []string{path, token, ca}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Files: got %v, want %v", got, want)
 	}
 }

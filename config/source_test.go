@@ -82,11 +82,11 @@ func TestSourceErrors(t *testing.T) {
 	}{
 		{"unknown key with hint", mapSource{name: "etcd", tree: map[string]any{"clients": map[string]any{
 			"billing": map[string]any{"retry": map[string]any{"max_retires": 2}}}}},
-			[]string{"clients.billing.retry.max_retires: unknown key (set by source etcd); did you mean max_retries?"}},
+			[]string{"source etcd: clients.billing.retry.max_retires: unknown key; did you mean max_retries?"}},
 		{"bad text", mapSource{name: "etcd", tree: map[string]any{"defaults": map[string]any{"timeout": "soon"}}},
-			[]string{"defaults.timeout", `want duration like "500ms", got "soon"`, "source etcd"}},
+			[]string{"defaults.timeout", `must be a duration string like "500ms", got "soon"`, "source etcd"}},
 		{"out of range", mapSource{name: "etcd", tree: map[string]any{"defaults": map[string]any{"retry": map[string]any{"max_retries": -1}}}},
-			[]string{"defaults.retry.max_retries: must be >= 0, got -1 (set by source etcd)"}},
+			[]string{"source etcd: defaults.retry.max_retries: must be >= 0, got -1"}},
 		{"read error", mapSource{name: "vault", err: errors.New("permission denied")},
 			[]string{"config source vault: permission denied"}},
 	}

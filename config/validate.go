@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -67,6 +66,16 @@ func (v *validator) fail(key, format string, args ...any) {
 	v.errs = append(v.errs, &FieldError{Path: v.prefix + "." + key, Msg: fmt.Sprintf(format, args...)})
 }
 
+// failAbout is fail for an error about key and the other keys about, all
+// relative to the section: Load places it by the first of them a layer set.
+func (v *validator) failAbout(key string, about []string, format string, args ...any) {
+	v.fail(key, format, args...)
+	fe := v.errs[len(v.errs)-1]
+	for _, a := range about {
+		fe.about = append(fe.about, v.prefix+"."+a)
+	}
+}
+
 func (v *validator) nonNegInt(key string, n int) {
 	if n < 0 {
 		v.fail(key, "must be >= 0, got %d", n)
@@ -104,21 +113,6 @@ func (v *validator) oneOf(key, got string, allowed ...string) {
 	}
 }
 
-func (v *validator) readable(key, path string) {
-	if path == "" {
-		return
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		v.fail(key, "cannot read file: %v", err)
-		return
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		v.fail(key, "cannot read file %s: is a directory", quoteShort(path))
-	}
-}
-
 // validateClient checks one client (or the defaults) section at prefix.
 // Strict is for loaded files, where a zero breaker number was written on
 // purpose; otherwise a zero one stands for its default.
@@ -135,7 +129,7 @@ func validateClient(prefix string, c ClientConfig, strict bool) []*FieldError {
 	v.nonNegFloat("rate_limit.requests_per_second", c.RateLimit.RequestsPerSecond)
 	v.nonNegInt("rate_limit.burst", c.RateLimit.Burst)
 	if c.RateLimit.RequestsPerSecond > 0 && c.RateLimit.Burst < 1 {
-		v.fail("rate_limit.burst", "must be >= 1 when requests_per_second is set, got %d", c.RateLimit.Burst)
+		v.failAbout("rate_limit.burst", []string{"rate_limit.requests_per_second"}, "must be >= 1 when requests_per_second is set, got %d", c.RateLimit.Burst)
 	}
 	validateAuth(v, c.Auth)
 	validateHedge(v, c.Hedge, strict)
@@ -175,7 +169,7 @@ func validateFault(v *validator, f middleware.FaultSettings) {
 	}
 	v.nonNegDuration("fault.delay.duration", f.Delay.Duration)
 	if f.Delay.Percent > 0 && f.Delay.Duration <= 0 {
-		v.fail("fault.delay.duration", "must be > 0 when fault.delay.percent is set, got %v", f.Delay.Duration)
+		v.failAbout("fault.delay.duration", []string{"fault.delay.percent"}, "must be > 0 when fault.delay.percent is set, got %v", f.Delay.Duration)
 	}
 	if f.Header != "" && !isToken(f.Header) {
 		v.fail("fault.header", "must be an HTTP header name, got %s", quoteShort(f.Header))
@@ -211,13 +205,11 @@ func validateTLS(v *validator, t TLSConfig) {
 	v.oneOf("tls.min_version", t.MinVersion, "1.0", "1.1", "1.2", "1.3")
 	switch {
 	case t.CertFile != "" && t.KeyFile == "":
-		v.fail("tls.key_file", "must be set when cert_file is set")
+		v.failAbout("tls.key_file", []string{"tls.cert_file"}, "must be set when cert_file is set")
 	case t.CertFile == "" && t.KeyFile != "":
-		v.fail("tls.cert_file", "must be set when key_file is set")
+		v.failAbout("tls.cert_file", []string{"tls.key_file"}, "must be set when key_file is set")
 	}
-	v.readable("tls.ca_file", t.CAFile)
-	v.readable("tls.cert_file", t.CertFile)
-	v.readable("tls.key_file", t.KeyFile)
+	v.tlsFiles(t)
 }
 
 func validateRetry(v *validator, r middleware.RetrySettings, timeout time.Duration, strict bool) {
@@ -225,7 +217,7 @@ func validateRetry(v *validator, r middleware.RetrySettings, timeout time.Durati
 	v.nonNegDuration("retry.initial_backoff", r.InitialBackoff)
 	v.nonNegDuration("retry.max_backoff", r.MaxBackoff)
 	if r.InitialBackoff > r.MaxBackoff && r.MaxBackoff >= 0 {
-		v.fail("retry.initial_backoff", "must be <= max_backoff (%s), got %s", r.MaxBackoff, r.InitialBackoff)
+		v.failAbout("retry.initial_backoff", []string{"retry.max_backoff"}, "must be <= max_backoff (%s), got %s", r.MaxBackoff, r.InitialBackoff)
 	}
 	v.oneOf("retry.jitter", string(r.Jitter), string(middleware.JitterFull), string(middleware.JitterEqual),
 		string(middleware.JitterDecorrelated), string(middleware.JitterNone))
@@ -241,7 +233,7 @@ func validateRetry(v *validator, r middleware.RetrySettings, timeout time.Durati
 	}
 	v.nonNegDuration("retry.attempt_timeout", r.AttemptTimeout)
 	if r.AttemptTimeout > 0 && timeout > 0 && r.AttemptTimeout >= timeout {
-		v.fail("retry.attempt_timeout", "must be less than timeout (%s), got %s", timeout, r.AttemptTimeout)
+		v.failAbout("retry.attempt_timeout", []string{"timeout"}, "must be less than timeout (%s), got %s", timeout, r.AttemptTimeout)
 	}
 	if r.MaxBufferedBody < 0 {
 		v.fail("retry.max_buffered_body", "must be >= 0, got %d", r.MaxBufferedBody)
@@ -298,20 +290,27 @@ func validateBreaker(v *validator, b middleware.BreakerSettings, strict bool) {
 
 func validateAuth(v *validator, a middleware.AuthSettings) {
 	if a.HasCredential() && a.Host == "" {
-		v.fail("auth.host", "must be set when a credential is set: the credential is sent to this host only")
+		v.failAbout("auth.host", credentialKeys, "must be set when a credential is set: the credential is sent to this host only")
 	}
 	if a.Host != "" && (strings.ContainsAny(a.Host, "/?#@ ") || strings.Contains(a.Host, "://")) {
 		v.fail("auth.host", "must be a bare host[:port] as in request URLs, got %s", quoteShort(a.Host))
 	}
 	if a.BearerToken != "" && a.BearerTokenFile != "" {
-		v.fail("auth.bearer_token_file", "cannot be set together with bearer_token")
+		v.failAbout("auth.bearer_token_file", []string{"auth.bearer_token"}, "cannot be set together with bearer_token")
 	}
 	if a.Basic.Password != "" && a.Basic.PasswordFile != "" {
-		v.fail("auth.basic.password_file", "cannot be set together with basic.password")
+		v.failAbout("auth.basic.password_file", []string{"auth.basic.password"}, "cannot be set together with basic.password")
 	}
-	v.readable("auth.bearer_token_file", a.BearerTokenFile)
-	v.readable("auth.basic.password_file", a.Basic.PasswordFile)
+	if strings.Contains(a.Basic.Username, ":") {
+		// RFC 7617: the server splits user-id:password at the first colon.
+		v.fail("auth.basic.username", "must not contain \":\" (RFC 7617: the server would split the credential at it)")
+	}
+	v.secretFile("auth.bearer_token_file", a.BearerTokenFile)
+	v.secretFile("auth.basic.password_file", a.Basic.PasswordFile)
 }
+
+// credentialKeys are the auth keys that set a credential.
+var credentialKeys = []string{"auth.bearer_token", "auth.bearer_token_file", "auth.basic.username", "auth.basic.password", "auth.basic.password_file"}
 
 // isToken reports whether s is a non-empty HTTP token (RFC 9110 tchar*).
 func isToken(s string) bool {

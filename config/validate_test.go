@@ -107,7 +107,7 @@ func TestValidateRules(t *testing.T) {
 		{"burst 0 without rate", func(c *config.ClientConfig) { c.RateLimit.Burst = 0 }, ""},
 		{"logging level", func(c *config.ClientConfig) { c.Logging.Level = "trace" }, `defaults.logging.level: must be one of debug, info, off, got "trace"`},
 		{"key without cert", func(c *config.ClientConfig) { c.TLS.KeyFile = readable }, "defaults.tls.cert_file: must be set when key_file is set"},
-		{"cert and key", func(c *config.ClientConfig) { c.TLS.KeyFile, c.TLS.CertFile = readable, readable }, ""},
+		{"cert and key", func(c *config.ClientConfig) { c.TLS.CertFile, c.TLS.KeyFile = pemPair(t) }, ""},
 		{"unreadable ca", func(c *config.ClientConfig) { c.TLS.CAFile = "/nonexistent/ca.pem" }, "defaults.tls.ca_file: cannot read file: open /nonexistent/ca.pem"},
 		{"directory as file", func(c *config.ClientConfig) { c.TLS.CAFile = os.TempDir() }, "is a directory"},
 		{"proxy socks5", func(c *config.ClientConfig) { c.Transport.ProxyURL = "socks5://p:1080" }, ""},
@@ -197,7 +197,7 @@ func TestSecretsNeverInErrors(t *testing.T) {
 func TestFieldErrors(t *testing.T) {
 	a := &config.FieldError{Path: "defaults.timeout", Msg: "must be >= 0, got -1s", Line: 3}
 	b := &config.FieldError{Path: "clients.b.retry.max_retires", Msg: "unknown key", Hint: "max_retries"}
-	c := &config.FieldError{Path: "clients.b.timeout", Input: "env SB_CLIENTS__B__TIMEOUT", Msg: `want duration like "500ms", got "x"`}
+	c := &config.FieldError{Path: "clients.b.timeout", Input: "env SB_CLIENTS__B__TIMEOUT", Msg: `must be a duration string like "500ms", got "x"`}
 	d := &config.FieldError{Path: "clients.b.timeout", SetBy: "--set clients.b.timeout", Msg: "must be >= 0, got -1s"}
 	err := fmt.Errorf("load: %w", errors.Join(a, fmt.Errorf("wrapped: %w", b), errors.New("plain"), errors.Join(c, d)))
 	got := config.FieldErrors(err)
@@ -210,7 +210,7 @@ func TestFieldErrors(t *testing.T) {
 	}{
 		{a, "defaults.timeout: must be >= 0, got -1s (line 3)"},
 		{b, "clients.b.retry.max_retires: unknown key; did you mean max_retries?"},
-		{c, `env SB_CLIENTS__B__TIMEOUT: want duration like "500ms", got "x"`},
+		{c, `env SB_CLIENTS__B__TIMEOUT: must be a duration string like "500ms", got "x"`},
 		{d, "clients.b.timeout: must be >= 0, got -1s (set by --set clients.b.timeout)"},
 	}
 	for _, tt := range tests {

@@ -13,15 +13,55 @@ import (
 )
 
 // Handler returns an http.Handler for an ops endpoint that serves the
-// registry's status as JSON (GET or HEAD; other methods get 405):
-// Status's fields, last_error as a redacted string, and for each client
-// its effective configuration under "config", keys named as in the file.
-// Secrets never appear: values of keys tagged secret:"true"
-// (auth.bearer_token, auth.basic.password) read "REDACTED" when set,
-// values of headers whose name is sensitive (middleware.IsSensitiveHeader)
-// too, and transport.proxy_url loses its userinfo. Names of secret files
-// are shown. Durations are Go duration strings; a budget that is off has a
-// budget_balance of null (JSON has no infinity).
+// registry's status as JSON (GET or HEAD; other methods get 405). The
+// document, every field of it:
+//
+//	{
+//	  "generation": 3,                 // Status.Generation: applied configs, the first is 1
+//	  "last_reload": "2025-…Z",        // when the serving generation was applied (RFC 3339)
+//	  "last_error": "config …",        // why the last reload was rejected, redacted; absent when it applied
+//	  "clients": [{                    // every client defined or handed out, sorted by name
+//	    "name": "billing",
+//	    "defined": true,               // false: a name only Get saw, following defaults
+//	    "config_hash": "9f2c…",        // SHA-256 of the effective config: equal hashes, equal configs
+//	    "generation": 2,               // the generation that built the client's pipeline
+//	    "budget_balance": 12.4,        // retries the retry budget allows right now (see below); null when off
+//	    "breaker": {                   // absent when circuit_breaker.enabled is false
+//	      "state": "closed",           // closed | open | half_open; for scope host the worst host's
+//	      "reject_probability": 0.1,   // mode adaptive only: chance the next call is rejected locally (the highest host's)
+//	      "hosts": {"a.internal": "open"},           // scope host only: each tracked URL host's state
+//	      "hosts_reject_probability": {"a.internal": 0.3} // scope host and mode adaptive only
+//	    },
+//	    "bulkhead_in_use": 1,          // bulkhead slots taken now; 0 when off
+//	    "bulkhead_limit": 4,           // bulkhead.max_concurrent; 0 when off
+//	    "limiter_tokens": 1.5,         // rate-limit tokens available now; absent when off
+//	    "fault": {…},                  // the fault block while fault.enabled, so a game day left on shows
+//	    "config": {…}                  // the effective config, keys as in the file (see below)
+//	  }],
+//	  "sources": [{                    // Options.Sources in order; absent without
+//	    "name": "etcd",
+//	    "stale": false,                // true: its last Read failed and its last good snapshot serves
+//	    "last_error": "…"              // why that Read failed, redacted; absent when it succeeded
+//	  }]
+//	}
+//
+// budget_balance is how many retries the client's retry budget would let
+// through at this moment, across all its calls: retry.budget.ratio times
+// the first attempts of the last retry.budget.ttl, plus
+// retry.budget.min_per_second times ttl, minus the retries already spent
+// in that window. With the defaults (min_per_second 10, ttl 10s, ratio
+// 0.2) an idle client reads 100, and each first attempt adds 0.2 for ttl
+// (100.2 after one call). Below 1 retries are refused and
+// retry.budget_exhausted is logged; it may go negative after a reload
+// lowers the ratio. null when the budget is off (ttl 0).
+//
+// Under "config", secrets never appear: values of keys tagged
+// secret:"true" (auth.bearer_token, auth.basic.password) read "REDACTED"
+// when set, values of headers whose name is sensitive
+// (middleware.IsSensitiveHeader) too, and transport.proxy_url's userinfo
+// reads REDACTED@ (http://REDACTED@proxy:3128), so a configured credential
+// shows. Names of secret files are shown. Durations are Go duration
+// strings; numbers that are not finite are null (JSON has no infinity).
 //
 // Mount it on an internal listener only: it tells whoever asks how the
 // clients are configured. The handler is safe for concurrent use; each
@@ -68,19 +108,18 @@ type statusDoc struct {
 // clientDoc is the JSON form of ClientStatus, with non-finite numbers as
 // null and, in Handler, the effective config.
 type clientDoc struct {
-	Name          string             `json:"name"`
-	Defined       bool               `json:"defined"`
-	ConfigHash    string             `json:"config_hash"`
-	Generation    uint64             `json:"generation"`
-	BudgetBalance *float64           `json:"budget_balance"`
-	Breaker       map[string]string  `json:"breaker,omitempty"`
-	RejectP       map[string]float64 `json:"breaker_reject_probability,omitempty"`
-	BulkheadInUse int                `json:"bulkhead_in_use"`
-	BulkheadLimit int                `json:"bulkhead_limit"`
-	LimiterTokens *float64           `json:"limiter_tokens,omitempty"`
-	Groups        map[string]string  `json:"groups,omitempty"`
-	Fault         any                `json:"fault,omitempty"`
-	Config        map[string]any     `json:"config,omitempty"`
+	Name          string            `json:"name"`
+	Defined       bool              `json:"defined"`
+	ConfigHash    string            `json:"config_hash"`
+	Generation    uint64            `json:"generation"`
+	BudgetBalance *float64          `json:"budget_balance"`
+	Breaker       *breakerDoc       `json:"breaker,omitempty"`
+	BulkheadInUse int               `json:"bulkhead_in_use"`
+	BulkheadLimit int               `json:"bulkhead_limit"`
+	LimiterTokens *float64          `json:"limiter_tokens,omitempty"`
+	Groups        map[string]string `json:"groups,omitempty"`
+	Fault         any               `json:"fault,omitempty"`
+	Config        map[string]any    `json:"config,omitempty"`
 }
 
 func statusDocOf(s Status) statusDoc {
@@ -97,7 +136,7 @@ func statusDocOf(s Status) statusDoc {
 func clientDocOf(c ClientStatus) clientDoc {
 	return clientDoc{
 		Name: c.Name, Defined: c.Defined, ConfigHash: c.ConfigHash, Generation: c.Generation,
-		BudgetBalance: finite(c.BudgetBalance), Breaker: c.Breaker, RejectP: c.BreakerRejectProbability,
+		BudgetBalance: finite(c.BudgetBalance), Breaker: breakerDocOf(c),
 		BulkheadInUse: c.BulkheadInUse, BulkheadLimit: c.BulkheadLimit,
 		LimiterTokens: c.LimiterTokens, Groups: c.Groups,
 	}
@@ -134,7 +173,7 @@ func configDoc(c config.ClientConfig) map[string]any {
 	}
 	m["headers"] = headers
 	if t, ok := m["transport"].(map[string]any); ok && c.Transport.ProxyURL != "" {
-		t["proxy_url"] = middleware.RedactURLString(c.Transport.ProxyURL)
+		t["proxy_url"] = middleware.RedactProxyURL(c.Transport.ProxyURL)
 	}
 	return m
 }

@@ -52,13 +52,16 @@ func TestHandlerServesStatusAndRedactedConfig(t *testing.T) {
 		LastReload time.Time `json:"last_reload"`
 		LastError  string    `json:"last_error"`
 		Clients    []struct {
-			Name          string            `json:"name"`
-			Defined       bool              `json:"defined"`
-			ConfigHash    string            `json:"config_hash"`
-			BudgetBalance *float64          `json:"budget_balance"`
-			Breaker       map[string]string `json:"breaker"`
-			BulkheadLimit int               `json:"bulkhead_limit"`
-			LimiterTokens *float64          `json:"limiter_tokens"`
+			Name          string   `json:"name"`
+			Defined       bool     `json:"defined"`
+			ConfigHash    string   `json:"config_hash"`
+			BudgetBalance *float64 `json:"budget_balance"`
+			Breaker       struct {
+				State string            `json:"state"`
+				Hosts map[string]string `json:"hosts"`
+			} `json:"breaker"`
+			BulkheadLimit int      `json:"bulkhead_limit"`
+			LimiterTokens *float64 `json:"limiter_tokens"`
 			Config        struct {
 				Timeout   string            `json:"timeout"`
 				Headers   map[string]string `json:"headers"`
@@ -98,7 +101,7 @@ func TestHandlerServesStatusAndRedactedConfig(t *testing.T) {
 		t.Errorf("budget off: got balance %v, want null", *c.BudgetBalance)
 	case c.LimiterTokens == nil || *c.LimiterTokens != 2:
 		t.Errorf("got limiter tokens %v, want 2 (a full burst)", c.LimiterTokens)
-	case c.Breaker[""] != "closed" || c.BulkheadLimit != 4:
+	case c.Breaker.State != "closed" || c.Breaker.Hosts != nil || c.BulkheadLimit != 4:
 		t.Errorf("got breaker %v, bulkhead limit %d", c.Breaker, c.BulkheadLimit)
 	case cfg.Timeout != "5s" || cfg.Retry.MaxRetries != 3 || cfg.Retry.Jitter != "full":
 		t.Errorf("got config timeout %q retry %+v", cfg.Timeout, cfg.Retry)
@@ -106,8 +109,8 @@ func TestHandlerServesStatusAndRedactedConfig(t *testing.T) {
 		t.Errorf("got auth %+v, want the secrets REDACTED", cfg.Auth)
 	case cfg.Headers["User-Agent"] != "billing-svc/1.4" || cfg.Headers["X-Api-Key"] != "REDACTED":
 		t.Errorf("got headers %v, want X-Api-Key REDACTED", cfg.Headers)
-	case cfg.Transport.ProxyURL != "http://proxy.test:3128":
-		t.Errorf("got proxy_url %q, want it without userinfo", cfg.Transport.ProxyURL)
+	case cfg.Transport.ProxyURL != "http://REDACTED@proxy.test:3128":
+		t.Errorf("got proxy_url %q, want its userinfo as REDACTED@", cfg.Transport.ProxyURL)
 	}
 
 	rec = httptest.NewRecorder()

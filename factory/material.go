@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/middleware"
@@ -92,12 +91,9 @@ func resolve(prefix string, c config.ClientConfig, withTLS bool, fc fileCache) (
 			fail(key, err)
 			return ""
 		}
-		s := strings.TrimSpace(string(b))
-		switch {
-		case s == "":
-			fail(key, fmt.Errorf("file %s is empty", file))
-		case strings.ContainsAny(s, "\r\n\x00"):
-			fail(key, fmt.Errorf("file %s holds more than one line (or a NUL byte)", file))
+		s, err := config.SecretFromFile(file, b) // what Load checks, too
+		if err != nil {
+			fail(key, err)
 		}
 		return s
 	}

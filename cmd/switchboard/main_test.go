@@ -109,6 +109,7 @@ func TestCommands(t *testing.T) {
 		{"validate_missing_file", nil, []string{"validate", "no-such-file.yaml"}, exitInvalid},
 		{"validate_json_ok", nil, []string{"validate", "--json", valid + "clients.yaml"}, exitOK},
 		{"validate_json_errors", nil, []string{"validate", "--json", invalid + "many_errors.yaml"}, exitInvalid},
+		{"validate_json_schema", nil, []string{"validate", "--json-schema"}, exitOK},
 		{"validate_env", env, []string{"validate", valid + "clients.yaml", "--env-prefix", "SWITCHBOARD_"}, exitOK},
 		{"validate_env_ignored_without_prefix", []string{"SWITCHBOARD_CLIENTS__BILLING__RETRY__MAX_RETRIES=-1"},
 			[]string{"validate", valid + "clients.yaml"}, exitOK},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	_ "embed"
 	"fmt"
 	"io"
 	"strings"
@@ -9,19 +10,36 @@ import (
 )
 
 const validateAbout = `Check FILE as the service would load it: every key, type, range and contradiction,
-every referenced file readable. Each error names the full key path, the line in FILE
-where known, and for an unknown key the nearest valid one. Exit code 1 on any error.
+every referenced file readable and well-formed (secret files of one line, PEM CA bundle
+and key pair). Each error names the full key path and the line in FILE, or the env
+variable, flag or Source that set it, and for a typo the nearest valid key. All errors
+are reported together, sorted by line.
 
 With --env-prefix the real environment's variables with that prefix are read too, and
 each --set overrides one key, exactly as the service's env and flag layers do.
+
+Exit codes, for CI and pre-commit hooks:
+  0  valid (warnings, if any, do not fail)
+  1  invalid: at least one error, all of them printed
+  2  usage error: bad flags or arguments; nothing was checked
+
+--json prints one object for machines; --json-schema prints its JSON Schema.
 
 Examples:
   switchboard validate clients.yaml
   switchboard validate clients.yaml --env-prefix SWITCHBOARD_
   switchboard validate clients.yaml --set clients.billing.timeout=2s --json
+  switchboard validate deploy/clients.yaml || exit 1     # a CI step
 `
 
-// validateResult is validate's --json output.
+// validateSchema is the JSON Schema of validate's --json output
+// (validateResult), printed by --json-schema.
+//
+//go:embed validate.schema.json
+var validateSchema []byte
+
+// validateResult is validate's --json output; validate.schema.json is
+// its schema: keep the two in step (TestValidateJSONSchemaMatchesOutput).
 type validateResult struct {
 	File     string      `json:"file"`
 	Valid    bool        `json:"valid"`
@@ -31,10 +49,20 @@ type validateResult struct {
 }
 
 func runValidate(args, env []string, stdout, stderr io.Writer) int {
-	lf := newFlags("validate", "validate FILE [--env-prefix PREFIX] [--set key=value ...] [--json]", validateAbout, stderr)
-	pos, code, stop := parse(lf.fs, args, 1, 1, stdout, stderr)
+	lf := newFlags("validate", "validate FILE [--env-prefix PREFIX] [--set key=value ...] [--json] | --json-schema", validateAbout, stderr)
+	schema := lf.fs.Bool("json-schema", false, "print the JSON Schema (draft 2020-12) of the --json output and exit")
+	pos, code, stop := parse(lf.fs, args, 0, 1, stdout, stderr)
 	if stop {
 		return code
+	}
+	if *schema {
+		stdout.Write(validateSchema)
+		return exitOK
+	}
+	if len(pos) == 0 { // as parse says it, FILE being optional only with --json-schema
+		fmt.Fprintf(stderr, "switchboard validate: got 0 arguments, want 1\n\n")
+		lf.fs.Usage()
+		return exitUsage
 	}
 	file := pos[0]
 	cfg, err := lf.load(file, env)

@@ -1,0 +1,81 @@
+package config
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Referenced files (secret files, TLS files) are checked by content, not
+// only for being readable, so that Load reports their problems together
+// with every other error of the load instead of leaving them to the
+// factory, which would show them only once the rest is fixed.
+
+// SecretFromFile returns the secret b holds, b being the content of the
+// secret file at path (auth.bearer_token_file, auth.basic.password_file):
+// its text with blanks around it trimmed. An empty text, or one of more
+// than one line or with a NUL byte, is an error that names path, never
+// the content. Load's validation and the factory's reading of the files
+// both use it, so they agree on what a good file is. Safe for concurrent
+// use.
+func SecretFromFile(path string, b []byte) (string, error) {
+	s := strings.TrimSpace(string(b))
+	switch {
+	case s == "":
+		return "", fmt.Errorf("file %s is empty", path)
+	case strings.ContainsAny(s, "\r\n\x00"):
+		return "", fmt.Errorf("file %s holds more than one line (or a NUL byte)", path)
+	}
+	return s, nil
+}
+
+// readFile reads the file at path for key, reporting a problem; ok is false
+// when there is nothing to check further (no path, or a problem reported).
+func (v *validator) readFile(key, path string) ([]byte, bool) {
+	if path == "" {
+		return nil, false
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		v.fail(key, "cannot read file %s: is a directory", quoteShort(path))
+		return nil, false
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		v.fail(key, "cannot read file: %v", err)
+		return nil, false
+	}
+	return b, true
+}
+
+// secretFile checks the secret file at path for key (see SecretFromFile).
+func (v *validator) secretFile(key, path string) {
+	b, ok := v.readFile(key, path)
+	if !ok {
+		return
+	}
+	if _, err := SecretFromFile(path, b); err != nil {
+		v.fail(key, "%v", err)
+	}
+	clear(b) // it held the secret
+}
+
+// tlsFiles checks the files of the tls block t: the CA bundle holds a PEM
+// certificate, and the certificate and key make a key pair.
+func (v *validator) tlsFiles(t TLSConfig) {
+	if pem, ok := v.readFile("tls.ca_file", t.CAFile); ok {
+		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			v.fail("tls.ca_file", "no PEM certificate in %s", t.CAFile)
+		}
+	}
+	cert, certOK := v.readFile("tls.cert_file", t.CertFile)
+	key, keyOK := v.readFile("tls.key_file", t.KeyFile)
+	if certOK && keyOK {
+		// X509KeyPair's errors describe the problem, never the key.
+		if _, err := tls.X509KeyPair(cert, key); err != nil {
+			v.failAbout("tls.cert_file", []string{"tls.key_file"}, "%s with %s: %v", t.CertFile, t.KeyFile, err)
+		}
+	}
+	clear(key)
+}
