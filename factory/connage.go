@@ -2,6 +2,7 @@ package factory
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -16,10 +17,12 @@ import (
 // when it was made (agedConn), and while a max age is set, each request
 // carries an httptrace.ClientTrace whose GotConn (called for HTTP/1.1 and
 // HTTP/2 alike, before the request is written) marks the request
-// Request.Close when the connection it got is older than the age. net/http
-// then sends "Connection: close" and closes an HTTP/1.1 connection after
-// that response; HTTP/2 marks the connection not to be reused and closes it
-// once its last stream ends. So no connection is cut mid-response, and none
+// Request.Close when the connection it got is older than the age, and sets
+// "Connection: close" on its header: a request with a body reaches the
+// transport as a copy of its own (made before GotConn, to rewind the body),
+// which shares the header map but not Close. net/http then closes an
+// HTTP/1.1 connection after that response; HTTP/2 marks the connection not
+// to be reused and closes it once its last stream ends. So no connection is cut mid-response, and none
 // serves more than one request past its age. The age lives in the base, so
 // a reload that changes it keeps the transport and its connections.
 
@@ -27,6 +30,15 @@ import (
 type agedConn struct {
 	net.Conn
 	born time.Time
+}
+
+// ReadFrom keeps the wrapped connection's io.ReaderFrom (a *net.TCPConn's
+// sendfile and splice), which net/http uses to send request bodies.
+func (c *agedConn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
 }
 
 // wrapDial makes t's dialer record each connection's birth.
@@ -59,16 +71,42 @@ func agedOf(c net.Conn) *agedConn {
 	return nil
 }
 
-// closeIfOlder returns req with a trace that sets Close on the copy when
-// the connection it gets is older than age. It makes one shallow copy
-// (WithContext), so req itself is never changed.
+// closeIfOlder returns req with a trace that marks the copy to close its
+// connection when the connection it gets is older than age. It makes one
+// shallow copy (WithContext) and, for a request with a body, a copy of the
+// header, so req itself is never changed. A connection that is not too old
+// leaves the request as the caller made it, even on the transport's own
+// retry of it on another connection.
 func closeIfOlder(req *http.Request, age time.Duration) *http.Request {
-	var out *http.Request
+	var (
+		out    *http.Request
+		marked bool // this trace set the header, not the caller
+	)
 	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		aged := false
 		if c := agedOf(info.Conn); c != nil && time.Since(c.born) >= age {
-			out.Close = true
+			aged = true
+		}
+		out.Close = req.Close || aged
+		switch {
+		case !hasBody(out):
+		case aged && out.Header.Get("Connection") == "":
+			out.Header.Set("Connection", "close")
+			marked = true
+		case !aged && marked:
+			out.Header.Del("Connection")
+			marked = false
 		}
 	}}
 	out = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	if hasBody(out) {
+		out.Header = req.Header.Clone()
+		if out.Header == nil {
+			out.Header = http.Header{}
+		}
+	}
 	return out
 }
+
+// hasBody reports whether net/http will copy req to rewind its body.
+func hasBody(req *http.Request) bool { return req.Body != nil && req.Body != http.NoBody }

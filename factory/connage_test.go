@@ -3,11 +3,13 @@ package factory_test
 import (
 	"context"
 	"encoding/pem"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	nhttptrace "net/http/httptrace"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -89,10 +91,17 @@ func caFile(t *testing.T, srv *httptest.Server) string {
 // HTTP/1.1 and HTTP/2, so a client rebalances over a run of requests
 // longer than the age.
 func TestMaxConnAgeRotatesConnections(t *testing.T) {
-	for _, h2 := range []bool{false, true} {
+	for _, tt := range []struct {
+		h2   bool
+		body bool // a POST with a body: net/http copies such a request before it gets a connection
+	}{{false, false}, {true, false}, {false, true}, {true, true}} {
+		h2 := tt.h2
 		name := "HTTP/1.1"
 		if h2 {
 			name = "HTTP/2"
+		}
+		if tt.body {
+			name += " POST"
 		}
 		t.Run(name, func(t *testing.T) {
 			srv := newAgeServer(t, h2)
@@ -112,7 +121,11 @@ func TestMaxConnAgeRotatesConnections(t *testing.T) {
 			log := &connLog{first: map[string]time.Time{}, got: map[string][]time.Time{}}
 			end := time.Now().Add(5 * age)
 			for i := 0; i < 2000 && time.Now().Before(end); i++ {
-				req, _ := http.NewRequestWithContext(log.trace(context.Background()), http.MethodGet, srv.URL, nil)
+				method, body := http.MethodGet, io.Reader(nil)
+				if tt.body {
+					method, body = http.MethodPost, strings.NewReader("x")
+				}
+				req, _ := http.NewRequestWithContext(log.trace(context.Background()), method, srv.URL, body)
 				resp, err := client.Do(req)
 				if err != nil {
 					t.Fatalf("request %d: %v", i, err)
