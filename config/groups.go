@@ -15,13 +15,29 @@ var groupBlocks = []struct {
 	block func(ClientConfig) any
 	group func(ClientConfig) string
 }{
-	{"circuit_breaker", func(c ClientConfig) any { return c.CircuitBreaker }, func(c ClientConfig) string { return c.CircuitBreaker.Group }},
-	{"bulkhead", func(c ClientConfig) any { return c.Bulkhead }, func(c ClientConfig) string { return c.Bulkhead.Group }},
-	{"rate_limit", func(c ClientConfig) any { return c.RateLimit }, func(c ClientConfig) string { return c.RateLimit.Group }},
+	{"circuit_breaker", func(c ClientConfig) any { return c.CircuitBreaker }, func(c ClientConfig) string {
+		if !c.CircuitBreaker.Enabled {
+			return ""
+		}
+		return c.CircuitBreaker.Group
+	}},
+	{"bulkhead", func(c ClientConfig) any { return c.Bulkhead }, func(c ClientConfig) string {
+		if c.Bulkhead.MaxConcurrent <= 0 {
+			return ""
+		}
+		return c.Bulkhead.Group
+	}},
+	{"rate_limit", func(c ClientConfig) any { return c.RateLimit }, func(c ClientConfig) string {
+		if c.RateLimit.RequestsPerSecond <= 0 {
+			return ""
+		}
+		return c.RateLimit.Group
+	}},
 }
 
-// validateGroups checks that the clients naming one group in a block have
-// equal settings for that block: they share one component, which can only
+// validateGroups checks that the clients naming one group in a block, with
+// the block's component switched on (a member with it off shares nothing),
+// have equal settings for that block: they share one component, which can only
 // have one set of settings. The client that differs from the first member
 // (by name; `defaults` last, standing for every client it defines) gets an
 // error on its group key naming the other client and the first key that

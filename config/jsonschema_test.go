@@ -125,6 +125,8 @@ func edges(t *testing.T, k config.Key) (good, bad []string) {
 		return []string{"100,599"}, []string{"99", "600"}
 	case a == "100..599":
 		return []string{"100", "599"}, []string{"99", "600"}
+	case a == "200..599":
+		return []string{"200", "599"}, []string{"199", "600"}
 	case a == "0..100":
 		return []string{"0", "12.5", "100"}, []string{"-1", "100.5"}
 	}

@@ -169,7 +169,7 @@ func TestKoanfSourceFlatUnknownKeyIsNamed(t *testing.T) {
 		"clients.billing.retry.max_retires": "2",
 	}, ""), nil)
 	mustFail(t, config.Loader{Sources: []config.Source{src}},
-		"clients.billing.retry.max_retires: unknown key (set by source kv); did you mean max_retries?")
+		"source kv: clients.billing.retry.max_retires: unknown key; did you mean max_retries?")
 }
 
 func TestKoanfSourceWatchesAProviderWithWatch(t *testing.T) {

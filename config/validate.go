@@ -164,8 +164,8 @@ func validateHedge(v *validator, h middleware.HedgeSettings, strict bool) {
 func validateFault(v *validator, f middleware.FaultSettings) {
 	v.percent("fault.abort.percent", f.Abort.Percent)
 	v.percent("fault.delay.percent", f.Delay.Percent)
-	if f.Abort.Status != 0 && (f.Abort.Status < 100 || f.Abort.Status > 599) { // 0: the default, 503
-		v.fail("fault.abort.status", "must be an HTTP status in [100, 599], got %d", f.Abort.Status)
+	if f.Abort.Status != 0 && (f.Abort.Status < 200 || f.Abort.Status > 599) { // 0: the default, 503
+		v.fail("fault.abort.status", "must be a final HTTP status in [200, 599], got %d", f.Abort.Status)
 	}
 	v.nonNegDuration("fault.delay.duration", f.Delay.Duration)
 	if f.Delay.Percent > 0 && f.Delay.Duration <= 0 {

@@ -402,11 +402,26 @@ func (r *Registry) warnHooks(cfg config.Config) {
 		r.warned["hooks:"+name] = true
 		typos = append(typos, name)
 	}
+	// A shared breaker serves several clients: it takes Options.Hooks'
+	// IsFailure and OnStateChange, never one client's.
+	var unshared []string
+	for name, h := range r.opts.ClientHooks {
+		c, ok := cfg.Clients[name]
+		if ok && c.CircuitBreaker.Enabled && c.CircuitBreaker.Group != "" && (h.IsFailure != nil || h.OnStateChange != nil) && !r.warned["group-hooks:"+name] {
+			r.warned["group-hooks:"+name] = true
+			unshared = append(unshared, name)
+		}
+	}
 	r.mu.Unlock()
 	slices.Sort(typos)
 	for _, name := range typos {
 		r.log.Warn("Options.ClientHooks names a client the config does not define; its hooks apply once it is defined or asked for with Get",
 			"client", name)
+	}
+	slices.Sort(unshared)
+	for _, name := range unshared {
+		r.log.Warn("the client's breaker is shared by a group: its own IsFailure and OnStateChange hooks do not apply to it (Options.Hooks' do)",
+			"client", name, "group", cfg.Clients[name].CircuitBreaker.Group)
 	}
 }
 

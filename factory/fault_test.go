@@ -102,7 +102,7 @@ func TestFaultValidation(t *testing.T) {
 	}{
 		{func(c *config.ClientConfig) { c.Fault.Abort.Percent = 101 }, "clients.billing.fault.abort.percent: must be in [0, 100], got 101"},
 		{func(c *config.ClientConfig) { c.Fault.Delay.Percent = -1 }, "clients.billing.fault.delay.percent: must be in [0, 100], got -1"},
-		{func(c *config.ClientConfig) { c.Fault.Abort.Status = 42 }, "clients.billing.fault.abort.status: must be an HTTP status in [100, 599], got 42"},
+		{func(c *config.ClientConfig) { c.Fault.Abort.Status = 42 }, "clients.billing.fault.abort.status: must be a final HTTP status in [200, 599], got 42"},
 		{func(c *config.ClientConfig) { c.Fault.Delay.Percent = 5 }, "clients.billing.fault.delay.duration: must be > 0 when fault.delay.percent is set"},
 		{func(c *config.ClientConfig) { c.Fault.Header = "bad header" }, "clients.billing.fault.header: must be an HTTP header name"},
 	} {

@@ -168,6 +168,7 @@ func TestGroupStateOutlivesAMemberAndARetune(t *testing.T) {
 
 	retuned := grouped("g", true, false, false)
 	retuned.CircuitBreaker.FailureThreshold = 9
+	retuned.CircuitBreaker.Cooldown = time.Nanosecond // the next call probes, and its success closes
 	if err := r.Apply(groupConfig(map[string]config.ClientConfig{"b": retuned, "c": retuned})); err != nil {
 		t.Fatal(err)
 	}
@@ -182,11 +183,40 @@ func TestGroupStateOutlivesAMemberAndARetune(t *testing.T) {
 	}
 	for _, name := range []string{"b", "c"} {
 		if err := getErr(r.Get(name), srv.URL); !errors.Is(err, middleware.ErrCircuitOpen) {
-			t.Fatalf("%s after the group's retune: got %v, want ErrCircuitOpen (retuned in place, still open)", name, err)
+			t.Fatalf("%s after the group's retune: got %v, want ErrCircuitOpen (retuned in place, still open for its old cooldown)", name, err)
 		}
 	}
 	if n := srv.hits.Load(); n != 2 {
 		t.Fatalf("server hits: got %d, want 2", n)
+	}
+}
+
+// A retune of a group's breaker really applies, once, to the one shared
+// breaker: after the threshold goes from 2 to 4, three failures across
+// the members leave it closed and the fourth opens it.
+func TestGroupRetuneApplies(t *testing.T) {
+	srv := newServer(t, status(500))
+	r, err := factory.New(groupConfig(map[string]config.ClientConfig{
+		"a": grouped("g", true, false, false), "b": grouped("g", true, false, false),
+	}), factory.Options{Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	four := grouped("g", true, false, false)
+	four.CircuitBreaker.FailureThreshold = 4
+	if err := r.Apply(groupConfig(map[string]config.ClientConfig{"a": four, "b": four})); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"a", "b", "a"} {
+		getErr(r.Get(name), srv.URL)
+		if st := clientStatus(t, r, "b").Breaker[""]; st != "closed" {
+			t.Fatalf("after %d failures with threshold 4: breaker %s, want closed", i+1, st)
+		}
+	}
+	getErr(r.Get("b"), srv.URL)
+	if st := clientStatus(t, r, "a").Breaker[""]; st != "open" {
+		t.Fatalf("after 4 failures: breaker %s, want open", st)
 	}
 }
 

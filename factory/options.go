@@ -107,7 +107,11 @@ type Hooks struct {
 	// or status >= 500); see middleware.BreakerOptions.
 	IsFailure func(resp *http.Response, err error) bool
 	// OnStateChange is told of every breaker state change of the client,
-	// never with a lock of the breaker held; host is "" for a breaker of
+	// never with a lock of the breaker held. A breaker shared by a group
+	// (circuit_breaker.group) takes Options.Hooks' IsFailure and
+	// OnStateChange, not a client's, and reports with client set to the
+	// group's name (its events name the client whose call caused the
+	// change); host is "" for a breaker of
 	// scope client. A change caused by a reload's retune is told while that
 	// reload runs: then it must not call Apply, Reload or Close.
 	OnStateChange func(client, host string, from, to middleware.BreakerState)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-http/switchboard/config"
+	"github.com/switchboard-http/switchboard/middleware"
 )
 
 // Action is what a reload does to one named client. The zero value "" is
@@ -51,7 +52,9 @@ const (
 	// transport's max_redirects and max_conn_age are retuned on the kept
 	// transport.
 	Retuned Change = "retuned"
-	// Started: it is new, with fresh state (switched on, or a new client).
+	// Started: it is new, with fresh state (switched on, or a new client);
+	// for a client that joins a group (Reason says so), it is the group's
+	// component, with the group's state.
 	Started Change = "started"
 	// Stopped: it is switched off; its state is dropped, so switching it on
 	// again starts fresh.
@@ -178,9 +181,12 @@ func (p ClientPlan) Component(name string) Change {
 //   - the circuit breaker, bulkhead and rate limiter are kept and retuned
 //     in place while they stay on, started fresh when switched on (enabled,
 //     max_concurrent > 0, requests_per_second > 0), and dropped when
-//     switched off; a breaker whose scope changes is replaced;
+//     switched off; a breaker whose scope changes, or whose mode goes into
+//     or out of adaptive, is replaced;
+//   - a group's shared component is decided once for the group and kept
+//     while any member uses it;
 //   - the stateless layers (timeout, retry or hedge, headers, auth,
-//     logging) are built from the new settings, and so are the routes'
+//     logging, fault) are built from the new settings, and so are the routes'
 //     (a change of routes only retunes "routes": the breaker, budget and
 //     transport stay); the latencies hedging samples are always kept.
 //
@@ -283,6 +289,11 @@ func planGroups(old, new groupView) map[groupKey]ComponentPlan {
 			cp.Change, cp.Reason = Unchanged, ""
 			if prev != s {
 				cp.Change, cp.Reason = Retuned, "group "+k.name+"'s settings changed"
+				if ob, ok := prev.(middleware.BreakerSettings); ok {
+					if why := breakerReplaced(ob, s.(middleware.BreakerSettings)); why != "" {
+						cp.Change, cp.Reason = Replaced, "group "+k.name+": "+why
+					}
+				}
 			}
 		}
 		out[k] = cp
@@ -425,8 +436,10 @@ func planComponent(name string, prefixes []string, keys []config.KeyChange, old,
 			}
 		}
 	case ComponentBreaker:
-		if cp.Change == Retuned && old.cfg.CircuitBreaker.Scope != in.cfg.CircuitBreaker.Scope {
-			cp.Change, cp.Reason = Replaced, "circuit_breaker.scope changed"
+		if cp.Change == Retuned {
+			if why := breakerReplaced(old.cfg.CircuitBreaker, in.cfg.CircuitBreaker); why != "" {
+				cp.Change, cp.Reason = Replaced, why
+			}
 		}
 	}
 	if wasOn, stateful := switchedOn(name, old.cfg); stateful {
@@ -470,6 +483,20 @@ func switchedOn(name string, c config.ClientConfig) (on, stateful bool) {
 		return c.RateLimit.RequestsPerSecond > 0, true
 	}
 	return false, false
+}
+
+// breakerReplaced says why a breaker whose settings change from o to n
+// cannot keep its state, or "": a change of scope (one circuit per client
+// and one per host share nothing) or into or out of adaptive mode (which
+// never opens, so an open circuit cannot be carried into it).
+func breakerReplaced(o, n middleware.BreakerSettings) string {
+	switch {
+	case o.Scope != n.Scope:
+		return "circuit_breaker.scope changed"
+	case (o.Mode == middleware.BreakerAdaptive) != (n.Mode == middleware.BreakerAdaptive):
+		return "circuit_breaker.mode changed into or out of adaptive"
+	}
+	return ""
 }
 
 // switchKey is the key that switches a stateful component on.

@@ -119,7 +119,8 @@ func IsBreakerFailure(resp *http.Response, err error) bool {
 // Window, the calls attempted (requests) and those the backend accepted (not
 // a failure), and rejects each new call locally with probability
 // max(0, (requests − AdaptiveK·accepts) / (requests + 1)). A rejected call
-// counts as a request that was not accepted, so throttling sheds load
+// counts as a request that was not accepted (a call counts when it ends,
+// so calls still in flight are not yet in the counts), so throttling sheds load
 // smoothly while the backend is overloaded and eases as its successes come
 // back; a few calls always go through and act as probes. Rejections carry
 // ErrCircuitOpen (a *CircuitOpenError with RetryIn 0), emit
@@ -210,8 +211,9 @@ func NewBreaker(s BreakerSettings, o BreakerOptions) *Breaker {
 // counts are kept, so new thresholds apply to them from the next outcome: a
 // breaker that counted 3 failures in a row when FailureThreshold goes from
 // 5 to 2 opens at the next failure. Counts are cleared when they no longer
-// mean the same: when Mode changes, or Window in rate mode. When Enabled or
-// Scope changes, the breaker starts afresh: every state is dropped, each
+// mean the same: when Mode changes, or Window in rate or adaptive mode.
+// When Enabled or Scope changes, or Mode goes into or out of adaptive (which
+// never opens), the breaker starts afresh: every state is dropped, each
 // circuit that was not closed is reported as closed (to OnStateChange and
 // as EventCircuitClosed), and outcomes of calls in flight are ignored.
 // Update is safe for concurrent use.
@@ -219,7 +221,7 @@ func (b *Breaker) Update(s BreakerSettings) {
 	cf := newBreakerConf(s)
 	b.mu.Lock()
 	old := b.conf.Load()
-	if cf.enabled != old.enabled || cf.scopeHost != old.scopeHost {
+	if cf.enabled != old.enabled || cf.scopeHost != old.scopeHost || cf.adaptive != old.adaptive {
 		b.resetLocked()
 	} else {
 		b.client.retune(old, cf)

@@ -112,6 +112,10 @@ func TestAdaptiveRejectsLocallyWithTheProbability(t *testing.T) {
 // neither a request nor an accept.
 func TestAdaptiveIgnoresLocalRejections(t *testing.T) {
 	h := newBk(adaptiveSettings(2), middleware.BreakerOptions{Rand: func() float64 { return 0.999999 }})
+	h.f.set(http.StatusServiceUnavailable)
+	for range 5 { // 5 requests, 0 accepts
+		h.do(t, context.Background(), "http://svc.test/")
+	}
 	local := middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		return nil, middleware.ErrBulkheadFull
 	})
@@ -120,8 +124,8 @@ func TestAdaptiveIgnoresLocalRejections(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodGet, "http://svc.test/", nil)
 		rt.RoundTrip(req)
 	}
-	if p := h.b.Probabilities()[""]; p != 0 {
-		t.Fatalf("probability after 5 bulkhead refusals: got %v, want 0 (not counted)", p)
+	if got, want := h.b.Probabilities()[""], formula(5, 0, 2); math.Abs(got-want) > 1e-12 {
+		t.Fatalf("probability after 5 failures and 5 bulkhead refusals: got %v, want %v (refusals not counted)", got, want)
 	}
 }
 

@@ -40,7 +40,7 @@ type FaultAbort struct {
 	Percent float64 `koanf:"percent" json:"percent" minimum:"0" maximum:"100"`
 	// Status is the status of the response an aborted attempt gets; 0
 	// means DefaultFaultAbortStatus (503).
-	Status int `koanf:"status" json:"status" minimum:"100" maximum:"599"`
+	Status int `koanf:"status" json:"status" minimum:"200" maximum:"599"`
 	// Error makes an aborted attempt fail with a transport error
 	// (ErrFaultInjected) instead of a response.
 	Error bool `koanf:"error" json:"error"`
@@ -144,7 +144,7 @@ type faultRT struct {
 
 func (t *faultRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	f := t.f
-	if f.s.Header != "" && req.Header.Get(f.s.Header) == "" {
+	if f.s.Header != "" && len(req.Header.Values(f.s.Header)) == 0 {
 		return t.next.RoundTrip(req)
 	}
 	ctx := req.Context()

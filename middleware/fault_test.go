@@ -146,15 +146,21 @@ func TestFaultDelayWaitsExactlyAndEndsWithTheContext(t *testing.T) {
 // retries a 503 abort, and none of the aborted attempts reaches the network.
 func TestFaultAbortIsRetried(t *testing.T) {
 	base := fakert.Status(200)
-	fault := middleware.Fault(middleware.FaultSettings{Enabled: true, Abort: middleware.FaultAbort{Percent: 100, Status: 503}}, middleware.FaultOptions{Seed: 1})
+	var injected int
+	ev := &middleware.Events{Observer: middleware.ObserverFunc(func(_ context.Context, e middleware.Event) {
+		if e.Name == middleware.EventFaultInjected {
+			injected++
+		}
+	})}
+	fault := middleware.Fault(middleware.FaultSettings{Enabled: true, Abort: middleware.FaultAbort{Percent: 100, Status: 503}}, middleware.FaultOptions{Seed: 1, Events: ev})
 	retry := middleware.Retry(middleware.RetrySettings{MaxRetries: 2, RetryableStatus: []int{503}}, middleware.RetryOptions{})
 	resp, err := middleware.Chain(retry, fault)(base).RoundTrip(newReq(t, context.Background(), http.MethodGet, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 503 || base.Calls() != 0 {
-		t.Fatalf("got status %d with %d attempts sent, want 503 and 0", resp.StatusCode, base.Calls())
+	if resp.StatusCode != 503 || base.Calls() != 0 || injected != 3 {
+		t.Fatalf("got status %d, %d attempts sent, %d faults injected; want 503, 0 and 3 (retried twice)", resp.StatusCode, base.Calls(), injected)
 	}
 }
 

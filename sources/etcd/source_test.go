@@ -60,14 +60,14 @@ func TestKeyReadsOneYAMLDocument(t *testing.T) {
 	}
 
 	put(t, cli, "/switchboard/clients.yaml", "clients:\n  billing:\n    retry: {max_retries: -1}\n")
-	loadErr(t, src, "clients.billing.retry.max_retries: must be >= 0, got -1 (set by source etcd:/switchboard/clients.yaml)")
+	loadErr(t, src, "source etcd:/switchboard/clients.yaml: clients.billing.retry.max_retries: must be >= 0, got -1")
 	put(t, cli, "/switchboard/clients.yaml", "clients:\n  billing:\n    retry: {max_retries: [\n")
 	loadErr(t, src, "config source etcd:/switchboard/clients.yaml: etcd key /switchboard/clients.yaml (revision ")
 	if _, err := src.Read(); !errors.Is(err, config.ErrSourceContent) {
 		t.Fatalf("Read of bad YAML: got %v, want an error matching config.ErrSourceContent", err)
 	}
 	put(t, cli, "/switchboard/clients.yaml", "clients:\n  billing:\n    retry: {max_retires: 2}\n")
-	loadErr(t, src, "clients.billing.retry.max_retires: unknown key (set by source etcd:/switchboard/clients.yaml); did you mean max_retries?")
+	loadErr(t, src, "source etcd:/switchboard/clients.yaml: clients.billing.retry.max_retires: unknown key; did you mean max_retries?")
 	put(t, cli, "/switchboard/clients.yaml", "# nothing shared yet\n")
 	load(t, src)
 }
@@ -111,7 +111,7 @@ func TestPrefixReadsOneKeyPerSetting(t *testing.T) {
 	}
 
 	put(t, cli, "/switchboard/clients/billing/retry/max_retries", "lots")
-	loadErr(t, src, "clients.billing.retry.max_retries", "set by source etcd:/switchboard/")
+	loadErr(t, src, "clients.billing.retry.max_retries", "source etcd:/switchboard/")
 	put(t, cli, "/switchboard/clients/billing/retry/max_retries", "4")
 	put(t, cli, "/switchboard/clients/billing/retry", "on")
 	loadErr(t, src, "etcd prefix /switchboard/: key /switchboard/clients/billing/retry holds a value, so key /switchboard/clients/billing/retry/")

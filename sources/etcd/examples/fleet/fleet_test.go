@@ -131,7 +131,7 @@ func TestFleetOnOneEtcdKey(t *testing.T) {
 		gen[i] = st.Generation
 	}
 	for _, bad := range []struct{ doc, want string }{
-		{"clients:\n  billing:\n    retry: {max_retires: 3}\n", "clients.billing.retry.max_retires: unknown key (set by source etcd:/switchboard/clients.yaml); did you mean max_retries?"},
+		{"clients:\n  billing:\n    retry: {max_retires: 3}\n", "source etcd:/switchboard/clients.yaml: clients.billing.retry.max_retires: unknown key; did you mean max_retries?"},
 		{"clients:\n  billing:\n    retry: {max_retries: lots}\n", "clients.billing.retry.max_retries"},
 		{"clients:\n  billing: [\n", "etcd key /switchboard/clients.yaml (revision "},
 	} {

@@ -49,7 +49,7 @@ func TestDemoRuns(t *testing.T) {
 		"b: applied generation 2, max_retries 5, ",
 		"c: applied generation 2, max_retries 5, ",
 		"b: rejected it, keeps max_retries 5: ",
-		"clients.billing.retry.max_retries: must be >= 0, got -1 (set by source etcd:/switchboard/clients.yaml)",
+		"source etcd:/switchboard/clients.yaml: clients.billing.retry.max_retries: must be >= 0, got -1",
 		"etcd: stopped",
 		"a: applied generation 3: timeout 7s, max_retries 5 (etcd's last good snapshot)",
 		"a: status: source etcd:/switchboard/clients.yaml stale: true (etcd key /switchboard/clients.yaml: no answer within 500ms",
