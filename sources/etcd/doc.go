@@ -22,8 +22,8 @@
 //
 // Layered as factory.Options.Sources, etcd sits above the file and below
 // env and flags. Its values are checked like the file's, and errors and
-// provenance name the source and key ("set by source
-// etcd:/switchboard/clients.yaml"). The Source implements
+// provenance name the source and key ("source
+// etcd:/switchboard/clients.yaml: clients.billing.timeout: ..."). The Source implements
 // config.ContextSource (each read is bounded by the caller's context and
 // by Options.ReadTimeout) and config.Watchable (a watch that resumes from
 // the last revision seen, re-established with backoff after errors, ended
