@@ -46,7 +46,8 @@
 //	switchboard.call.duration          Float64Histogram    s            as http.client.request.duration            each logical call: what the caller waited,
 //	                                                                                                               attempts, backoff and waits included
 //	switchboard.events                 Int64Counter        {event}      event.name, switchboard.client             each resilience event (middleware.Event*:
-//	                                                                    (none for config.* events)                 retry.attempt, circuit.opened, …)
+//	                                                                    (none for config.* events),                retry.attempt, circuit.opened, …)
+//	                                                                    switchboard.group (a shared component's)
 //	switchboard.config.reloads         Int64Counter        {reload}     switchboard.reload.outcome:                each reload attempt: config.reloaded,
 //	                                                                    applied | rejected | skipped               config.rejected, config.unchanged
 //	switchboard.circuit_breaker.state  Int64ObservableGauge {state}       switchboard.client,                        every collection, from the first, per

@@ -23,6 +23,7 @@ const (
 // The attribute keys switchboard adds to the semantic conventions' own.
 const (
 	attrClient        = "switchboard.client"
+	attrGroup         = "switchboard.group"
 	attrEventName     = "event.name"
 	attrReloadOutcome = "switchboard.reload.outcome"
 	attrBreakerHost   = "switchboard.circuit_breaker.host"

@@ -215,3 +215,46 @@ func TestClientNames(t *testing.T) {
 		"http.request.method=GET,http.response.status_code=200,server.address=adhoc.test,server.port=80,switchboard.client=adhoc":     1,
 	})
 }
+
+// A component shared by a group reports events with the client whose call
+// it was and the group, on the metric and the span event alike.
+func TestGroupEventsCarryTheGroup(t *testing.T) {
+	cfg := baseConfig(map[string]func(c *config.ClientConfig){
+		"read":  func(c *config.ClientConfig) { c.Bulkhead.MaxConcurrent, c.Bulkhead.Group = 1, "billing" },
+		"write": func(c *config.ClientConfig) { c.Bulkhead.MaxConcurrent, c.Bulkhead.Group = 1, "billing" },
+	})
+	entered, release := make(chan struct{}), make(chan struct{})
+	base := middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		close(entered)
+		<-release
+		return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
+	})
+	h := newHarness(t, cfg, base)
+	done := make(chan error, 1)
+	go func() {
+		_, err := get(t, h.reg.Get("read"), "http://billing.test/")
+		done <- err
+	}()
+	<-entered
+	if _, err := get(t, h.reg.Get("write"), "http://billing.test/"); !errors.Is(err, middleware.ErrBulkheadFull) {
+		t.Fatalf("write while read holds the shared slot: %v, want ErrBulkheadFull", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	wantPoints(t, h.collect(t), otelswitchboard.MetricEvents, map[string]float64{
+		"event.name=bulkhead.rejected,switchboard.client=write,switchboard.group=billing": 1,
+	})
+	found := false
+	for _, s := range h.spans.Ended() {
+		for _, ev := range s.Events() {
+			if ev.Name == middleware.EventBulkheadRejected && attrs(ev.Attributes)["group"] == "billing" && attrs(ev.Attributes)["client"] == "write" {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no bulkhead.rejected span event with client write and group billing")
+	}
+}

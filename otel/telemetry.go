@@ -153,11 +153,15 @@ func (t *Telemetry) HooksFor(name string) factory.Hooks {
 // from middleware.Events.Emit, already redacted. OnEvent makes t a
 // middleware.Observer.
 func (t *Telemetry) OnEvent(ctx context.Context, e middleware.Event) {
+	attrs := make([]attribute.KeyValue, 1, 3)
+	attrs[0] = attribute.String(attrEventName, e.Name)
 	if e.Client != "" {
-		t.events.Add(ctx, 1, metric.WithAttributes(attribute.String(attrEventName, e.Name), attribute.String(attrClient, e.Client)))
-	} else {
-		t.events.Add(ctx, 1, metric.WithAttributes(attribute.String(attrEventName, e.Name)))
+		attrs = append(attrs, attribute.String(attrClient, e.Client))
 	}
+	if e.Group != "" { // a component shared by a group: bounded by the config
+		attrs = append(attrs, attribute.String(attrGroup, e.Group))
+	}
+	t.events.Add(ctx, 1, metric.WithAttributes(attrs...))
 	if outcome := reloadOutcome(e.Name); outcome != "" {
 		t.reloads.Add(ctx, 1, metric.WithAttributes(attribute.String(attrReloadOutcome, outcome)))
 	}
@@ -184,6 +188,9 @@ func reloadOutcome(name string) string {
 func eventAttributes(e middleware.Event) []attribute.KeyValue {
 	a := make([]attribute.KeyValue, 0, 10)
 	a = append(a, attribute.String("event", e.Name), attribute.String("client", e.Client))
+	if e.Group != "" {
+		a = append(a, attribute.String("group", e.Group))
+	}
 	if e.Method != "" {
 		a = append(a, attribute.String("method", e.Method))
 	}
