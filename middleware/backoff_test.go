@@ -270,3 +270,24 @@ func TestRetryBackoffPastDeadlineNotWaited(t *testing.T) {
 		}
 	})
 }
+
+// A 429's Retry-After is bounded by the rate-limited schedule's
+// max_backoff, not the main one's: with the main capped at 1s and the
+// rate-limited at 60s, "Retry-After: 2" is waited for.
+func TestRetryAfterOn429UsesTheRateLimitedMaxBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := fakert.New(fakert.Step{Status: 429, Header: http.Header{"Retry-After": {"2"}}}, fakert.Step{})
+		s := middleware.DefaultRetrySettings()
+		s.MaxRetries, s.MaxBackoff = 1, time.Second
+		s.RateLimited = middleware.BackoffSettings{InitialBackoff: 5 * time.Second, MaxBackoff: time.Minute}
+		start := time.Now()
+		resp, err := middleware.Retry(s, middleware.RetryOptions{})(rt).RoundTrip(newReq(t, context.Background(), http.MethodGet, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || rt.Calls() != 2 || time.Since(start) != 2*time.Second {
+			t.Fatalf("got %d after %d calls in %v, want 200 after 2 calls in 2s", resp.StatusCode, rt.Calls(), time.Since(start))
+		}
+	})
+}

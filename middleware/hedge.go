@@ -120,7 +120,10 @@ func (rt *hedgeRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	if o, ok := OverridesFrom(ctx); ok && o.MaxRetries != nil {
 		extra = max(*o.MaxRetries, 0)
 	}
-	if extra == 0 || !(rp.shouldRetry != nil || rp.methodOK(req.Method)) {
+	// A copy goes out before any answer, so ShouldRetry, which judges
+	// answers, cannot clear a method: the method gate always applies (a
+	// route that must never repeat a call sets hedge.enabled: false).
+	if extra == 0 || !rp.methodOK(req.Method) {
 		return rt.once(req) // nothing retry would retry: no call state at all
 	}
 	c := &hedgeCall{rt: rt, req: req, ctx: ctx, total: 1 + extra, done: make(chan struct{})}
@@ -362,7 +365,7 @@ func (c *hedgeCall) finishLocked(winner int, won bool) {
 	for _, n := range running {
 		rp.emitHedge(c.ctx, slog.LevelDebug, EventHedgeCancelled, c.req, n)
 	}
-	if won && sent > 1 {
+	if won && sent > 1 && c.ctx.Err() == nil { // the caller's giving up is no win
 		rp.emitHedge(c.ctx, slog.LevelInfo, EventHedgeWon, c.req, winner)
 	}
 	close(c.done)

@@ -402,3 +402,21 @@ func TestHedgeLosersCancelledWinnersBodyIntact(t *testing.T) {
 		t.Errorf("hedge.cancelled: got %v, want [1]", got)
 	}
 }
+
+// A ShouldRetry hook judges answers; it never clears a method for hedging,
+// since a copy goes out before any answer: a slow POST is sent once.
+func TestHedgeNeverCopiesAMethodTheGateRefusesEvenWithShouldRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := fakert.New(fakert.Step{Delay: time.Second, Body: "charged"})
+		always := func(*http.Request, *http.Response, error) bool { return true }
+		h := middleware.Hedge(hedgeOn(100*ms, 2), retryFor(3), middleware.HedgeOptions{ShouldRetry: always})(rt)
+		resp, err := h.RoundTrip(newReq(t, context.Background(), http.MethodPost, "amount=1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if n := rt.Calls(); n != 1 {
+			t.Fatalf("POST copies sent: got %d, want 1", n)
+		}
+	})
+}

@@ -273,7 +273,7 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		now := time.Now()
 		var delay time.Duration
 		if ra, ok := retryAfter(resp, now); ok {
-			if p.s.MaxBackoff > 0 && ra > p.s.MaxBackoff {
+			if limit := p.maxBackoffFor(resp); limit > 0 && ra > limit {
 				return resp, err // gate 7: the server asks for more than we wait
 			}
 			delay = ra
@@ -314,6 +314,16 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, fmt.Errorf("switchboard: retry wait interrupted: %w", ctx.Err())
 		}
 	}
+}
+
+// maxBackoffFor returns the longest wait retry accepts after resp: the
+// rate-limited schedule's max_backoff after a 429, the main one's
+// otherwise. A Retry-After above it is not waited for.
+func (p *retryPolicy) maxBackoffFor(resp *http.Response) time.Duration {
+	if resp != nil && resp.StatusCode == http.StatusTooManyRequests {
+		return p.rl.MaxBackoff
+	}
+	return p.s.MaxBackoff
 }
 
 // delay returns the scheduled wait before retry n (1-based) after the

@@ -49,8 +49,18 @@ func NewRoutes(patterns ...string) (*Routes, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	// A catch-all that names no route, unless a pattern takes "/" itself:
+	// without it ServeMux builds a 404 or 405 answer (Allow lists and all)
+	// for every request that matches no route, the common case.
+	func() {
+		defer func() { _ = recover() }() // "/" is a user's pattern: it stands
+		r.mux.Handle("/", routeHandler(noRoute))
+	}()
 	return r, nil
 }
+
+// noRoute is the handler index of the internal catch-all.
+const noRoute = -1
 
 // register adds pattern p, turning ServeMux's panic on a bad one into an
 // error.
@@ -91,16 +101,27 @@ func (r *Routes) index(req *http.Request) (int, bool) {
 	if req == nil || req.URL == nil {
 		return 0, false
 	}
-	probe := *req // only read by ServeMux; never sent
-	probe.Host = req.URL.Host
+	// The match runs on a copy that ServeMux only reads and nobody sends:
+	// the host the server will see (Host, else the URL's), lower-cased as
+	// hosts compare; an empty method as GET and an empty path as "/", as
+	// net/http sends them.
+	probe := req.WithContext(req.Context())
+	probe.Host = req.Host
+	if probe.Host == "" {
+		probe.Host = req.URL.Host
+	}
+	probe.Host = strings.ToLower(probe.Host)
+	if probe.Method == "" {
+		probe.Method = http.MethodGet
+	}
 	if req.URL.Path == "" {
 		u := *req.URL
 		u.Path = "/"
 		probe.URL = &u
 	}
-	h, _ := r.mux.Handler(&probe)
+	h, _ := r.mux.Handler(probe)
 	i, ok := h.(routeHandler)
-	return int(i), ok
+	return int(i), ok && i != noRoute
 }
 
 // Router returns a RoundTripper that sends each request to the

@@ -105,3 +105,31 @@ func TestRouterPicksTheRoutesChain(t *testing.T) {
 		}
 	}
 }
+
+// Matching reads a request as net/http sends it: an empty method is GET,
+// the Host field (when set) is the host, compared without case; and a
+// request that matches no route allocates no 404 or 405 answer.
+func TestRoutesMatchAsTheRequestIsSent(t *testing.T) {
+	routes, err := middleware.NewRoutes("GET /v1/reports/{id}", "api.example.com/v2/", "POST /v1/charges")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("", "http://svc.test/v1/reports/1", nil)
+	req.Method = ""
+	if got, ok := routes.Match(req); !ok || got != "GET /v1/reports/{id}" {
+		t.Errorf("empty method: got %q, %v; want GET /v1/reports/{id}", got, ok)
+	}
+	req, _ = http.NewRequest("GET", "http://10.0.0.5/v2/items", nil)
+	req.Host = "API.Example.com"
+	if got, ok := routes.Match(req); !ok || got != "api.example.com/v2/" {
+		t.Errorf("Host override in capitals: got %q, %v; want api.example.com/v2/", got, ok)
+	}
+	req, _ = http.NewRequest("GET", "http://svc.test/v1/charges", nil)
+	if got, ok := routes.Match(req); ok {
+		t.Errorf("GET of a POST-only path: got %q, want no route", got)
+	}
+	allocs := testing.AllocsPerRun(100, func() { routes.Match(req) })
+	if allocs > 8 { // ServeMux building its 405 answer took 17
+		t.Errorf("a request that matches no route: %v allocations, want at most 8 (no 405 answer built)", allocs)
+	}
+}
