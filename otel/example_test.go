@@ -77,7 +77,7 @@ func Example() {
 
 // Example_open wires the adapter into a registry opened from a file, as a
 // service does: Instrument the options before Open, Register the registry
-// after. The docs' OpenTelemetry section shows these lines. Compiled, not run: there
+// after. docs/observability.md shows these lines. Compiled, not run: there
 // is no clients.yaml here.
 func Example_open() {
 	mp := sdkmetric.NewMeterProvider() // yours, with its exporter
