@@ -44,7 +44,7 @@ type leafInfo struct {
 var leafList = leaves()
 
 // leaves returns every leaf of the client section in declaration order
-// (the order of the file format in DESIGN.md), headers included.
+// (the order of the file format, as docs/reference.md lists it), headers included.
 func leaves() []leafInfo {
 	var out []leafInfo
 	var walk func(prefix string, f *field, t reflect.Type)
