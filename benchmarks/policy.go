@@ -10,7 +10,7 @@ import (
 )
 
 // The one policy every stack is configured to, as far as each library can
-// express it (the README's Performance section lists where they differ).
+// express it (docs/performance.md lists where they differ).
 const (
 	// MaxRetries is how many retries follow a failed first attempt.
 	MaxRetries = 3

@@ -33,7 +33,7 @@ type Stack struct {
 	Close func()
 }
 
-// The names of the stacks, as the benchmarks and the README table show them.
+// The names of the stacks, as the benchmarks and docs/performance.md's tables show them.
 const (
 	NameBare          = "bare"
 	NameSwitchboard   = "switchboard-all"

@@ -144,7 +144,7 @@ func envClientName(part string, fileClients []string) (string, *FieldError) {
 	}
 	switch len(found) {
 	case 0:
-		// As DESIGN.md has it, BILLING_V2 is billing-v2: env names cannot
+		// As the README's env rules say, BILLING_V2 is billing-v2: env names cannot
 		// hold "-", so "_" in a client's name stands for it.
 		name := strings.ToLower(strings.ReplaceAll(part, "_", "-"))
 		if !clientNameRE.MatchString(name) {

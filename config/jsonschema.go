@@ -18,7 +18,7 @@ const SchemaID = "https://github.com/switchboard-http/switchboard/clients.schema
 // schema that Load checks files against: the koanf tags give the keys, the
 // field types give the JSON types, Default() gives the defaults, and the
 // struct tags enum, minimum, exclusiveMinimum and maximum give the allowed
-// values; descriptions come from the table the README's reference is made
+// values; descriptions come from the table docs/reference.md is made
 // from. Every section has additionalProperties false, durations are strings
 // with a pattern (or the number 0), and client names are the
 // patternProperties ^[A-Za-z0-9_-]+$.

@@ -1,7 +1,7 @@
 package config
 
 // keyDocs is the one description of every key of a client section, keyed by
-// its dotted path. The JSON Schema (JSONSchema), the README's reference table
+// its dotted path. The JSON Schema (JSONSchema), docs/reference.md's table
 // (Reference) and `switchboard explain` all read it; a test fails when a key
 // has no entry or an entry names no key.
 // routesDoc describes `routes`, a map rather than a key, shown in the JSON

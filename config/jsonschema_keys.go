@@ -13,7 +13,7 @@ import (
 )
 
 // Key describes one key of a `defaults` or `clients.<name>` section, as the
-// JSON Schema and the README's reference show it. A plain value.
+// JSON Schema and docs/reference.md show it. A plain value.
 type Key struct {
 	// Path is the dotted key path within a client section, such as
 	// "retry.max_retries"; "headers" stands for the whole headers map.
@@ -44,7 +44,7 @@ type leafInfo struct {
 var leafList = leaves()
 
 // leaves returns every leaf of the client section in declaration order
-// (the order of the file format in DESIGN.md), headers included.
+// (the order of the file format, as docs/reference.md lists it), headers included.
 func leaves() []leafInfo {
 	var out []leafInfo
 	var walk func(prefix string, f *field, t reflect.Type)
@@ -187,7 +187,7 @@ func render(k kind, v any) string {
 
 // Reference returns the Markdown table of every key of a client section:
 // key, type, built-in default, allowed values and description, generated
-// from the same source as JSONSchema. The README holds a copy between
+// from the same source as JSONSchema. docs/reference.md holds a copy between
 // <!-- reference:start --> and <!-- reference:end -->, which a test keeps
 // in step. It is safe for concurrent use.
 func Reference() string {

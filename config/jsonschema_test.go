@@ -11,39 +11,39 @@ import (
 	"github.com/switchboard-http/switchboard/config"
 )
 
-var updateReference = flag.Bool("update", false, "rewrite the reference block of ../README.md")
+var updateReference = flag.Bool("update", false, "rewrite the reference block of ../docs/reference.md")
 
 const (
-	readmePath     = "../README.md"
+	referencePath  = "../docs/reference.md"
 	referenceStart = "<!-- reference:start -->"
 	referenceEnd   = "<!-- reference:end -->"
 )
 
-// TestReferenceInReadme fails when the README's key reference differs from
-// config.Reference(). go test ./config -run Reference -update refreshes it.
-func TestReferenceInReadme(t *testing.T) {
-	b, err := os.ReadFile(readmePath)
+// TestReferenceInDocs fails when docs/reference.md's key reference differs
+// from config.Reference(). go test ./config -run Reference -update refreshes it.
+func TestReferenceInDocs(t *testing.T) {
+	b, err := os.ReadFile(referencePath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(b)
-	start := strings.Index(readme, referenceStart)
-	end := strings.Index(readme, referenceEnd)
+	doc := string(b)
+	start := strings.Index(doc, referenceStart)
+	end := strings.Index(doc, referenceEnd)
 	if start < 0 || end < start {
-		t.Fatalf("README.md: got no %s … %s block, want one", referenceStart, referenceEnd)
+		t.Fatalf("docs/reference.md: got no %s … %s block, want one", referenceStart, referenceEnd)
 	}
 	want := referenceStart + "\n" + config.Reference() + referenceEnd
-	got := readme[start : end+len(referenceEnd)]
+	got := doc[start : end+len(referenceEnd)]
 	if got == want {
 		return
 	}
 	if *updateReference {
-		if err := os.WriteFile(readmePath, []byte(readme[:start]+want+readme[end+len(referenceEnd):]), 0o644); err != nil {
+		if err := os.WriteFile(referencePath, []byte(doc[:start]+want+doc[end+len(referenceEnd):]), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	t.Errorf("README.md's reference block differs from config.Reference(); run: go test ./config -run Reference -update\ngot:\n%s\nwant:\n%s", got, want)
+	t.Errorf("docs/reference.md's reference block differs from config.Reference(); run: go test ./config -run Reference -update\ngot:\n%s\nwant:\n%s", got, want)
 }
 
 func TestKeysDocumented(t *testing.T) {

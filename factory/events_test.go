@@ -14,7 +14,7 @@ import (
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
-// allEvents is every event name DESIGN.md defines.
+// allEvents is every event name middleware defines (docs/observability.md lists them).
 var allEvents = []string{
 	middleware.EventRetryAttempt, middleware.EventRetryExhausted, middleware.EventRetryBudgetExhausted,
 	middleware.EventCircuitOpened, middleware.EventCircuitHalfOpen, middleware.EventCircuitClosed,

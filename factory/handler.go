@@ -35,6 +35,7 @@ import (
 //	    "bulkhead_in_use": 1,          // bulkhead slots taken now; 0 when off
 //	    "bulkhead_limit": 4,           // bulkhead.max_concurrent; 0 when off
 //	    "limiter_tokens": 1.5,         // rate-limit tokens available now; absent when off
+//	    "groups": {"rate_limit": "billing"}, // each component shared with other clients, by block, and its group; absent when none
 //	    "fault": {…},                  // the fault block while fault.enabled, so a game day left on shows
 //	    "config": {…}                  // the effective config, keys as in the file (see below)
 //	  }],

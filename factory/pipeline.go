@@ -103,7 +103,7 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	h := r.hooks(name)
 	retunes = append(retunes, r.components(p, old, cp, ev, h, gt)...)
 
-	// The layers, outermost first, as DESIGN.md's pipeline draws them.
+	// The layers, outermost first, as the README's pipeline draws them.
 	// Auth, logging and fault injection are the client's, below every
 	// route; each route runs its own stateless layers (timeout, retry or
 	// hedge, attempt timeout, headers) around the client's components.

@@ -11,7 +11,7 @@ import (
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
-// fuzzParams are the sensitive parameter names DESIGN.md lists, in the
+// fuzzParams are sensitive parameter names that redact.go lists, in the
 // spellings a URL may use.
 var fuzzParams = []string{
 	"token", "access_token", "api_key", "apikey", "key", "secret", "password",

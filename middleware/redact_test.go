@@ -167,7 +167,7 @@ func TestRedactErrorsMiddleware(t *testing.T) {
 	if err == nil {
 		t.Fatal("want an error")
 	}
-	// The stdlib's *url.Error holds the URL as written: the README says to
+	// The stdlib's *url.Error holds the URL as written: docs/security.md says to
 	// log errors.Unwrap(err), which is ours and redacted.
 	if msg := errors.Unwrap(err).Error(); strings.Contains(msg, "abc123") {
 		t.Fatalf("errors.Unwrap(err): got %q, want no secret", msg)

@@ -16,7 +16,7 @@ const (
 	JitterNone         Jitter = "none"         // exactly cap
 )
 
-// Built-in retry defaults; the README's defaults table shows the same values.
+// Built-in retry defaults; docs/reference.md's key table shows the same values.
 const (
 	DefaultMaxRetries      = 3
 	DefaultInitialBackoff  = 500 * time.Millisecond

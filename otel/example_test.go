@@ -19,8 +19,7 @@ import (
 
 // Example wires the adapter into a registry: New (the global providers
 // and propagator unless Options names others), Instrument before the
-// registry is built, Register once it is. The README's OpenTelemetry
-// section shows these lines.
+// registry is built, Register once it is.
 func Example() {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
@@ -74,4 +73,34 @@ func Example() {
 	// traceparent sent: true
 	// http.client.request.duration: 1, client billing
 	// switchboard.call.duration: 1, client billing
+}
+
+// Example_open wires the adapter into a registry opened from a file, as a
+// service does: Instrument the options before Open, Register the registry
+// after. docs/observability.md shows these lines. Compiled, not run: there
+// is no clients.yaml here.
+func Example_open() {
+	mp := sdkmetric.NewMeterProvider() // yours, with its exporter
+	tp := sdktrace.NewTracerProvider()
+	tel, err := otelswitchboard.New(otelswitchboard.Options{
+		MeterProvider:  mp,                         // nil: otel.GetMeterProvider()
+		TracerProvider: tp,                         // nil: otel.GetTracerProvider()
+		Propagator:     propagation.TraceContext{}, // nil: otel.GetTextMapPropagator()
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	opts := factory.Options{File: "clients.yaml", EnvPrefix: "SWITCHBOARD_"}
+	tel.Instrument(&opts) // Observer, HooksFor (Outer, Attempt)
+	clients, err := factory.Open(context.Background(), opts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer clients.Close()
+	unregister, err := tel.Register(clients) // gauges from clients.Status()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer unregister()
+	_ = clients.Get("billing")
 }

@@ -15,7 +15,7 @@
 // caller sets (CallHeader), whatever the stack does in between.
 //
 // Run is bounded: fixed call counts, fixed phases, a deadline on every call;
-// it returns when every call has ended. Full() is the README's run
+// it returns when every call has ended. Full() is docs/performance.md's run
 // (`go run ./cmd/scenarios`, about two minutes on 2 cores); Smoke() is CI's,
 // a few seconds, whose test checks structure and never numbers.
 package scenario

@@ -15,7 +15,7 @@ import (
 	"github.com/switchboard-http/switchboard/benchmarks"
 )
 
-// Options sizes a run. Full() is the README's run; Smoke() is CI's, tiny
+// Options sizes a run. Full() is docs/performance.md's run; Smoke() is CI's, tiny
 // and fast, which proves the harness works and measures nothing.
 type Options struct {
 	// Policy is what every stack but bare is configured to (see Names).
@@ -61,7 +61,7 @@ type Options struct {
 	Progress io.Writer
 }
 
-// Full is the README's run: about two minutes on 2 loaded cores.
+// Full is docs/performance.md's run: about two minutes on 2 loaded cores.
 func Full() Options {
 	return Options{
 		Policy: DefaultPolicy(), HedgeDelay: 50 * time.Millisecond, Seed: 15,

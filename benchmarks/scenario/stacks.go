@@ -18,7 +18,7 @@ import (
 // transport block, the others get benchmarks.NewTransport() (the same pool
 // sizes).
 //
-// How alike they are, and where they differ (the README's table notes say
+// How alike they are, and where they differ (docs/performance.md's notes say
 // the same):
 //   - Retries: 3 after the first attempt, on 429/502/503/504 and transport
 //     errors, for every stack but bare. heimdall retries every status >= 500

@@ -24,7 +24,7 @@ flags and referenced files.
 func runSchema(args, _ []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("schema", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	markdown := fs.Bool("markdown", false, "print the key reference as a Markdown table instead (the README's)")
+	markdown := fs.Bool("markdown", false, "print the key reference as a Markdown table instead (docs/reference.md's)")
 	fs.Usage = usageFunc(fs, "schema [--markdown]", schemaAbout)
 	if _, code, stop := parse(fs, args, 0, 0, stdout, stderr); stop {
 		return code

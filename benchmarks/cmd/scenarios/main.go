@@ -5,7 +5,7 @@
 // minutes on 2 cores:
 //
 //	cd benchmarks
-//	go run ./cmd/scenarios                      # the README's run
+//	go run ./cmd/scenarios                      # docs/performance.md's run
 //	go run ./cmd/scenarios -stacks bare,heimdall -smoke
 package main
 
