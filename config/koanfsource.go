@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -104,11 +103,24 @@ type koanfSource struct {
 func (s *koanfSource) Name() string { return s.name }
 
 func (s *koanfSource) Read() (map[string]any, error) {
-	raw, err := s.raw()
+	raw, parsed, err := s.raw()
 	if err != nil {
 		return nil, err
 	}
-	// Flatten, then nest again: confmap.Provider with a delimiter nests
+	if parsed {
+		// A document the parser read is nested already, and its keys are
+		// the file's: a route pattern or header name may hold the
+		// delimiter ("GET /v1/report.csv"), so it is never split.
+		if s.opts.Path != "" {
+			k := koanf.New(s.opts.Delim)
+			if err := k.Load(confmap.Provider(raw, ""), nil); err != nil {
+				return nil, err
+			}
+			return k.Cut(s.opts.Path).Raw(), nil
+		}
+		return raw, nil
+	}
+	// A tree of keys: flatten, then nest again: confmap.Provider with a delimiter nests
 	// flat keys with maps.Unflatten, which leaves a flat key inside a
 	// nested section as it is; flattening everything first covers that.
 	cp := kmaps.Copy(raw) // the provider's map is its own; the next steps change keys in place
@@ -124,39 +136,41 @@ func (s *koanfSource) Read() (map[string]any, error) {
 	return k.Raw(), nil
 }
 
-// raw returns p's map, by the shape p has (see KoanfSourceWith).
-func (s *koanfSource) raw() (map[string]any, error) {
+// raw returns p's map, by the shape p has (see KoanfSourceWith), and
+// whether the parser made it (a document) rather than p (a tree of keys).
+func (s *koanfSource) raw() (map[string]any, bool, error) {
 	if s.pa == nil {
-		return s.p.Read()
+		mp, err := s.p.Read()
+		return mp, false, err
 	}
 	if !s.viaRead.Load() {
 		b, err := s.p.ReadBytes()
 		if err == nil {
 			tree, err := s.pa.Unmarshal(b)
-			return tree, ContentError(err)
+			return tree, true, ContentError(err)
 		}
 		mp, rerr := s.p.Read()
 		if rerr != nil {
-			return nil, fmt.Errorf("%w; through Read: %w", err, rerr)
+			return nil, false, fmt.Errorf("%w; through Read: %w", err, rerr)
 		}
 		s.viaRead.Store(true)
 		return s.document(mp)
 	}
 	mp, err := s.p.Read()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	return s.document(mp)
 }
 
 // document parses the single text value of mp with the parser, or returns
 // mp itself when it is not one key holding text.
-func (s *koanfSource) document(mp map[string]any) (map[string]any, error) {
+func (s *koanfSource) document(mp map[string]any) (map[string]any, bool, error) {
 	if len(mp) == 0 {
-		return nil, errors.New("provider returned no key to parse")
+		return nil, false, ContentError(fmt.Errorf("source %s: the provider returned no key to parse (deleted?)", s.name))
 	}
 	if len(mp) > 1 {
-		return mp, nil
+		return mp, false, nil
 	}
 	var key string
 	var v any
@@ -169,16 +183,16 @@ func (s *koanfSource) document(mp map[string]any) (map[string]any, error) {
 	case []byte:
 		b = x
 	default:
-		return mp, nil
+		return mp, false, nil
 	}
 	if strings.TrimSpace(string(b)) == "" {
-		return map[string]any{}, nil
+		return nil, false, ContentError(fmt.Errorf("key %s is empty", key))
 	}
 	tree, err := s.pa.Unmarshal(b)
 	if err != nil {
-		return nil, ContentError(fmt.Errorf("key %s: %w", key, err))
+		return nil, false, ContentError(fmt.Errorf("key %s: %w", key, err))
 	}
-	return tree, nil
+	return tree, true, nil
 }
 
 type watchableKoanfSource struct {

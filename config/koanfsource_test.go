@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/confmap"
@@ -137,9 +138,27 @@ func TestKoanfSourceReadsADocumentThroughRead(t *testing.T) {
 		t.Fatalf("bad YAML: got %v, want an error matching ErrSourceContent", err)
 	}
 
-	// An empty document is an empty layer.
+	// An empty document is rejected like an empty file (a put of "" would
+	// silently drop the shared tuning), naming the key.
 	p.kv["/switchboard/clients.yaml"] = "  \n"
-	mustLoad(t, config.Loader{Sources: []config.Source{src}})
+	if err := mustFail(t, config.Loader{Sources: []config.Source{src}}, "key /switchboard/clients.yaml is empty"); !errors.Is(err, config.ErrSourceContent) {
+		t.Fatalf("empty document: got %v, want an error matching ErrSourceContent", err)
+	}
+}
+
+// A document's keys are the file's: a route pattern or header name that
+// holds the delimiter is not split, through a parser as in the file.
+func TestKoanfSourceKeepsDotsInADocument(t *testing.T) {
+	doc := "clients:\n  billing:\n    headers: {X-Api.Version: \"2\"}\n    routes:\n      \"GET /v1/report.csv\": {timeout: 5s}\n"
+	src := config.KoanfSource("s3", rawbytes.Provider([]byte(doc)), yaml.Parser())
+	cfg := mustLoad(t, config.Loader{Sources: []config.Source{src}})
+	c := client(t, cfg, "billing")
+	if c.Headers["X-Api.version"] != "2" { // canonicalised as the file's, not split
+		t.Fatalf("header: got %v, want X-Api.version: 2", c.Headers)
+	}
+	if r, ok := c.Routes["GET /v1/report.csv"]; !ok || r.Timeout != 5*time.Second {
+		t.Fatalf("routes: got %v, want GET /v1/report.csv with timeout 5s", c.Routes)
+	}
 }
 
 func TestKoanfSourceReportsBothReadErrors(t *testing.T) {

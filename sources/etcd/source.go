@@ -179,7 +179,12 @@ func (s *Source) saw(rev int64) {
 // riding it out as an outage.
 func (s *Source) document(b []byte, rev int64) (map[string]any, error) {
 	if strings.TrimSpace(string(b)) == "" {
-		return map[string]any{}, nil
+		// Rejected like an empty file: a put of "" (a missing file in
+		// `etcdctl put k "$(cat f)"`) would silently drop the shared tuning.
+		if s.opts.AllowMissing {
+			return map[string]any{}, nil
+		}
+		return nil, config.ContentError(fmt.Errorf("%s (revision %d) is empty", s.what(), rev))
 	}
 	tree, err := yaml.Parser().Unmarshal(b)
 	if err != nil {

@@ -70,6 +70,13 @@ func TestKeyReadsOneYAMLDocument(t *testing.T) {
 	loadErr(t, src, "source etcd:/switchboard/clients.yaml: clients.billing.retry.max_retires: unknown key; did you mean max_retries?")
 	put(t, cli, "/switchboard/clients.yaml", "# nothing shared yet\n")
 	load(t, src)
+	// An empty value is rejected like an empty file, naming the key: a put
+	// of "$(cat missing-file)" must not drop the shared tuning.
+	put(t, cli, "/switchboard/clients.yaml", "")
+	loadErr(t, src, "etcd key /switchboard/clients.yaml (revision ")
+	if _, err := src.Read(); !errors.Is(err, config.ErrSourceContent) {
+		t.Fatalf("Read of an empty value: got %v, want an error matching config.ErrSourceContent", err)
+	}
 }
 
 func TestKeyMissing(t *testing.T) {
