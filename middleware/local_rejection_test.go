@@ -143,3 +143,32 @@ func TestBulkheadFullIsNotRetried(t *testing.T) {
 		}
 	})
 }
+
+// A retry that the rate limit refuses (its token would come after the
+// deadline) must not hide the backend's answer: the caller gets the 503
+// the backend gave, with its body, and the breaker counts it, so a failing
+// backend behind a tight limiter still opens the breaker. Before, the
+// call ended with ErrRateLimited, which the breaker ignores.
+func TestRateLimitedRetryReturnsTheBackendsAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		backend := fakert.New(fakert.Step{Status: 503, Body: "overloaded"})
+		br := middleware.NewBreaker(bkSettings(func(s *middleware.BreakerSettings) { s.FailureThreshold = 2 }), middleware.BreakerOptions{})
+		rl := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1, Burst: 1}, middleware.RateLimitOptions{})
+		retry := middleware.Retry(middleware.RetrySettings{MaxRetries: 2, RetryableStatus: []int{503}}, middleware.RetryOptions{})
+		rt := middleware.Chain(middleware.Timeout(300*time.Millisecond, middleware.TimeoutOptions{}), br.Middleware(), retry, rl.Middleware())(backend)
+		for i := range 2 {
+			time.Sleep(2 * time.Second) // a fresh token for the first attempt of each call
+			resp, err := rt.RoundTrip(newReq(t, context.Background(), http.MethodGet, ""))
+			if err != nil {
+				t.Fatalf("call %d: got %v, want the backend's 503", i+1, err)
+			}
+			body := readAll(t, resp)
+			if resp.StatusCode != 503 || body != "overloaded" {
+				t.Fatalf("call %d: got %d %q, want 503 \"overloaded\"", i+1, resp.StatusCode, body)
+			}
+		}
+		if st := br.State(); st != middleware.BreakerOpen {
+			t.Fatalf("breaker after two calls the backend failed: got %v, want open", st)
+		}
+	})
+}

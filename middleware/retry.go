@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -98,8 +99,12 @@ type RetryOptions struct {
 // Each attempt is sent as its own *http.Request, req.Clone with the
 // attempt's context and body, so the layers below may change it (headers,
 // path values, anything) and the caller's request is never changed.
-// A response that will be retried is drained (up to 64 KiB) and closed
-// before the wait. The last response is returned intact: running out of
+// A response that will be retried is drained (up to 64 KiB, kept in
+// memory) and closed before the wait; when local back-pressure refuses the
+// retry (ErrRateLimited, ErrBulkheadFull from a layer below), that
+// response is returned with its kept body instead of the refusal, so the
+// caller and the breaker see what the backend said. The last response is
+// returned intact: running out of
 // attempts is not an error, and it emits EventRetryExhausted when that last
 // outcome was retryable. Request bodies are always closed, as the
 // RoundTripper contract requires.
@@ -236,6 +241,12 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		err   error
 		timer *time.Timer // made at the first wait only: the success path has none
 		prev  = p.s.InitialBackoff
+		// last is the previous attempt's outcome, its body held in memory:
+		// when local back-pressure (a rate-limit wait that cannot end in
+		// time, a full bulkhead) refuses the retry, the caller and the
+		// breaker get the backend's answer, not the refusal, which would
+		// hide a failing backend from both.
+		last *lastResort
 	)
 	for n := 1; ; n++ {
 		actx := ctx
@@ -251,6 +262,12 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err = rt.next.RoundTrip(areq)
 		if resp == nil && err == nil {
 			err = errNoResponse
+		}
+		if last != nil {
+			if resp == nil && localBackPressure(err) {
+				return last.resp, last.err
+			}
+			last = nil
 		}
 		if err != nil && resp != nil { // a broken contract: keep the error, free the response
 			if resp.Body != nil {
@@ -292,7 +309,7 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, err // GetBody failed: the body cannot be replayed after all
 		}
 		p.emit(ctx, slog.LevelInfo, EventRetryAttempt, req, n+1, delay, resp, err)
-		drain(resp)
+		last = keep(resp, err)
 		resp, err = nil, nil
 		body, length, prev = nextBody, nextLength, delay
 		if delay > 0 {
@@ -400,6 +417,30 @@ func (p *retryPolicy) emit(ctx context.Context, level slog.Level, name string, r
 		e.Status = resp.StatusCode
 	}
 	p.ev.Emit(ctx, level, e)
+}
+
+// lastResort is an attempt's outcome kept while the next one is tried.
+type lastResort struct {
+	resp *http.Response
+	err  error
+}
+
+// keep reads a superseded response's body (up to maxDrain bytes) into
+// memory and closes it, so that its connection goes back to the pool, and
+// returns the outcome to fall back on; nil when the body fills maxDrain
+// (it may be longer: it cannot be handed back surely intact) or cannot be
+// read.
+func keep(resp *http.Response, err error) *lastResort {
+	if resp == nil || resp.Body == nil || resp.Body == http.NoBody {
+		return &lastResort{resp, err}
+	}
+	b, rerr := io.ReadAll(io.LimitReader(resp.Body, maxDrain))
+	_ = resp.Body.Close()
+	if rerr != nil || len(b) >= maxDrain {
+		return nil
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return &lastResort{resp, nil}
 }
 
 // drain reads up to maxDrain bytes of a superseded response's body and
