@@ -108,7 +108,7 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	// route; each route runs its own stateless layers (timeout, retry or
 	// hedge, attempt timeout, headers) around the client's components.
 	lower := middleware.Chain(
-		middleware.Auth(c.Auth.Host, m.cred, ev),
+		middleware.Auth(c.Auth, middleware.AuthOptions{Credential: m.cred, Events: ev}),
 		middleware.Logging(c.Logging, middleware.LoggingOptions{Events: ev}),
 		middleware.Fault(c.Fault, middleware.FaultOptions{Events: ev, Seed: h.FaultSeed}),
 	)(bottom)

@@ -62,6 +62,22 @@ func (c Credential) LogValue() slog.Value { return slog.StringValue(c.String()) 
 // MarshalJSON encodes String as a JSON string.
 func (c Credential) MarshalJSON() ([]byte, error) { return fmt.Appendf(nil, "%q", c.String()), nil }
 
+// MarshalText returns String, so that every encoder that honours
+// encoding.TextMarshaler (YAML, XML, flag sets) shows no secret either.
+func (c Credential) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// AuthOptions are the code-only parts of the auth layer. The zero value
+// sends the credential AuthSettings holds (BearerToken, Basic) and emits no
+// events.
+type AuthOptions struct {
+	// Credential, when not zero, is sent in place of the one in the
+	// settings: the factory resolves the *_file keys into it (files read
+	// and trimmed), so that a rotated token reaches the layer.
+	Credential Credential
+	// Events receives the WARN about requests to other hosts; nil = none.
+	Events *Events
+}
+
 // header returns the Authorization value of c, or "" when c is zero.
 func (c Credential) header() string {
 	switch {
@@ -74,12 +90,12 @@ func (c Credential) header() string {
 	}
 }
 
-// Auth returns the middleware that sends cred to one origin only: it sets
-// the Authorization header on a copy of a request whose URL names the host
-// and port of host, and whose scheme is the scheme the logical call first
-// used for that host.
+// Auth returns the middleware that sends the credential (o.Credential, or
+// the one s holds) to one origin only: it sets the Authorization header on
+// a copy of a request whose URL names the host and port of s.Host, and
+// whose scheme is the scheme the logical call first used for that host.
 //
-// host is a bare host[:port] as in request URLs ("billing.internal:8443",
+// s.Host (host below) is a bare host[:port] as in request URLs ("billing.internal:8443",
 // "api.example.com", "[::1]:8443"); it has no scheme. A request matches when
 //   - its URL host name equals host's, ignoring case
 //     ("API.Example.com" is "api.example.com"), and exactly: no subdomain,
@@ -113,15 +129,21 @@ func (c Credential) header() string {
 // http.Client itself decides whether to copy it to a redirect (it does only
 // for the same domain or a subdomain, ignoring the port).
 //
-// Auth returns nil (no layer, no cost) when cred is zero. The caller's
-// request is never changed: the copy shares its body and context and gets
-// its own header map. The returned middleware is safe for concurrent use;
-// every RoundTripper it makes shares the set of warned hosts.
-func Auth(host string, cred Credential, ev *Events) Middleware {
+// Auth returns the identity (no layer, no cost) when the credential is
+// zero. The caller's request is never changed: the copy shares its body and
+// context and gets its own header map. The returned middleware is safe for
+// concurrent use; every RoundTripper it makes shares the set of warned
+// hosts.
+func Auth(s AuthSettings, o AuthOptions) Middleware {
+	cred := o.Credential
+	if cred.IsZero() {
+		cred = Credential{Bearer: s.BearerToken.Reveal(), Username: s.Basic.Username, Password: s.Basic.Password.Reveal()}
+	}
 	value := cred.header()
 	if value == "" {
-		return nil
+		return identity
 	}
+	host, ev := s.Host, o.Events
 	a := &authLayer{host: host, value: []string{value}, ev: ev}
 	a.name, a.port = splitAuthHost(host)
 	return func(next http.RoundTripper) http.RoundTripper {

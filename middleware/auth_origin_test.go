@@ -48,7 +48,7 @@ func TestAuthOriginIgnoresCaseAndDefaultPorts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.authHost+" "+tt.url, func(t *testing.T) {
 			rt := fakert.New()
-			auth := middleware.Auth(tt.authHost, middleware.Credential{Bearer: "tok"}, nil)(rt)
+			auth := middleware.Auth(middleware.AuthSettings{Host: tt.authHost}, middleware.AuthOptions{Credential: middleware.Credential{Bearer: "tok"}})(rt)
 			req, err := http.NewRequest(http.MethodGet, tt.url, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -101,7 +101,7 @@ func TestAuthSchemeIsPinnedByTheCallsFirstRequestToHost(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rt := fakert.New()
-			auth := middleware.Auth("h.test", middleware.Credential{Bearer: "tok"}, nil)(rt)
+			auth := middleware.Auth(middleware.AuthSettings{Host: "h.test"}, middleware.AuthOptions{Credential: middleware.Credential{Bearer: "tok"}})(rt)
 			var req *http.Request
 			for _, u := range tt.chain {
 				req = redirectOf(t, req, u)
@@ -122,7 +122,7 @@ func TestAuthSchemeIsPinnedByTheCallsFirstRequestToHost(t *testing.T) {
 
 func TestAuthRedirectWithUnknownOriginGetsNoCredential(t *testing.T) {
 	rt := fakert.New()
-	auth := middleware.Auth("h.test", middleware.Credential{Bearer: "tok"}, nil)(rt)
+	auth := middleware.Auth(middleware.AuthSettings{Host: "h.test"}, middleware.AuthOptions{Credential: middleware.Credential{Bearer: "tok"}})(rt)
 	req, _ := http.NewRequest(http.MethodGet, "https://h.test/", nil)
 	req.Response = &http.Response{StatusCode: http.StatusFound} // no Request
 	resp, err := auth.RoundTrip(req)
@@ -175,7 +175,7 @@ func TestAuthSchemeDowngradeRedirectGetsNoCredential(t *testing.T) {
 	t.Cleanup(base.CloseIdleConnections)
 	logger, logs := logcapture.New()
 	ev := &middleware.Events{Client: "billing", Logger: logger}
-	c := &http.Client{Transport: middleware.Auth(addr, middleware.Credential{Bearer: "tok-secret"}, ev)(base)}
+	c := &http.Client{Transport: middleware.Auth(middleware.AuthSettings{Host: addr}, middleware.AuthOptions{Credential: middleware.Credential{Bearer: "tok-secret"}, Events: ev})(base)}
 	for _, u := range []string{"https://" + addr + "/down", "https://" + addr + "/same", "http://" + addr + "/direct", "http://" + addr + "/up"} {
 		resp, err := c.Get(u)
 		if err != nil {

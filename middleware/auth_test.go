@@ -39,7 +39,7 @@ func TestAuthSendsCredentialToPinnedHostOnly(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rt := fakert.New()
-			auth := middleware.Auth("api.test:8443", tt.cred, nil)(rt)
+			auth := middleware.Auth(middleware.AuthSettings{Host: "api.test:8443"}, middleware.AuthOptions{Credential: tt.cred})(rt)
 			req, _ := http.NewRequest(http.MethodGet, tt.url, nil)
 			resp, err := auth.RoundTrip(req)
 			if err != nil {
@@ -58,7 +58,7 @@ func TestAuthSendsCredentialToPinnedHostOnly(t *testing.T) {
 
 func TestAuthNeverOverwritesCallersAuthorization(t *testing.T) {
 	rt := fakert.New()
-	auth := middleware.Auth("api.test", middleware.Credential{Bearer: "ours"}, nil)(rt)
+	auth := middleware.Auth(middleware.AuthSettings{Host: "api.test"}, middleware.AuthOptions{Credential: middleware.Credential{Bearer: "ours"}})(rt)
 	for _, u := range []string{"https://api.test/", "https://other.test/"} {
 		req, _ := http.NewRequest(http.MethodGet, u, nil)
 		req.Header.Set("Authorization", "Bearer callers")
@@ -76,15 +76,31 @@ func TestAuthNeverOverwritesCallersAuthorization(t *testing.T) {
 }
 
 func TestAuthWithoutCredentialIsNoLayer(t *testing.T) {
-	if mw := middleware.Auth("api.test", middleware.Credential{}, nil); mw != nil {
-		t.Fatal("got a layer for a zero credential, want nil")
+	rt := fakert.New()
+	if got := middleware.Auth(middleware.AuthSettings{Host: "api.test"}, middleware.AuthOptions{})(rt); got != http.RoundTripper(rt) {
+		t.Fatal("got a layer for a zero credential, want the identity (next itself)")
+	}
+}
+
+// Without a resolved credential in the options, the settings' own secret
+// is sent.
+func TestAuthSendsTheSettingsCredential(t *testing.T) {
+	rt := fakert.New()
+	auth := middleware.Auth(middleware.AuthSettings{Host: "svc.test", BearerToken: "tok"}, middleware.AuthOptions{})(rt)
+	resp, err := auth.RoundTrip(newReq(t, context.Background(), http.MethodGet, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := rt.Requests()[0].Header.Get("Authorization"); got != "Bearer tok" {
+		t.Fatalf("Authorization: got %q, want Bearer tok", got)
 	}
 }
 
 func TestAuthWarnsOncePerOtherHostBounded(t *testing.T) {
 	logger, logs := logcapture.New()
 	ev := &middleware.Events{Client: "billing", Logger: logger}
-	auth := middleware.Auth("api.test", middleware.Credential{Bearer: "tok-secret"}, ev)(fakert.New())
+	auth := middleware.Auth(middleware.AuthSettings{Host: "api.test"}, middleware.AuthOptions{Credential: middleware.Credential{Bearer: "tok-secret"}, Events: ev})(fakert.New())
 	send := func(host string) {
 		req, _ := http.NewRequest(http.MethodGet, "https://"+host+"/", nil)
 		resp, err := auth.RoundTrip(req)
@@ -143,7 +159,7 @@ func TestAuthRedirectToOtherHostGetsNoCredential(t *testing.T) {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(base.CloseIdleConnections)
 	ev := &middleware.Events{Client: "billing", Logger: logger}
-	c := &http.Client{Transport: middleware.Auth(pinnedHost, middleware.Credential{Bearer: "tok-secret"}, ev)(base)}
+	c := &http.Client{Transport: middleware.Auth(middleware.AuthSettings{Host: pinnedHost}, middleware.AuthOptions{Credential: middleware.Credential{Bearer: "tok-secret"}, Events: ev})(base)}
 	for range 2 {
 		resp, err := c.Get(pinned.URL + "/start")
 		if err != nil {
@@ -203,7 +219,7 @@ func TestCredentialNeverPrintsItsSecrets(t *testing.T) {
 func TestAuthToOtherHostAddsNoAllocation(t *testing.T) {
 	// A request to another host is passed on as is: no copy, no allocation
 	// once its host has been warned about.
-	auth := middleware.Auth("api.test", middleware.Credential{Bearer: "t"}, nil)(prebuilt())
+	auth := middleware.Auth(middleware.AuthSettings{Host: "api.test"}, middleware.AuthOptions{Credential: middleware.Credential{Bearer: "t"}})(prebuilt())
 	bare := prebuilt()
 	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, "https://other.test/", nil)
 	auth.RoundTrip(req)

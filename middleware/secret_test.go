@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -111,5 +112,22 @@ func TestSecretRevealReturnsTheValue(t *testing.T) {
 	}
 	if got := decoded.BearerToken.Reveal(); got != "from-json" {
 		t.Fatalf("json decode: got %q, want %q", got, "from-json")
+	}
+}
+
+// A Credential shows no secret through the encoders that honour
+// encoding.TextMarshaler either (YAML, XML).
+func TestCredentialTextMarshalsRedacted(t *testing.T) {
+	c := middleware.Credential{Bearer: "tok-SEKRIT", Username: "u", Password: "pw-SEKRIT"}
+	b, err := c.MarshalText()
+	if err != nil || strings.Contains(string(b), "SEKRIT") {
+		t.Fatalf("MarshalText: got %q, %v; want no secret", b, err)
+	}
+	type doc struct {
+		C middleware.Credential
+	}
+	x, err := xml.Marshal(doc{c})
+	if err != nil || strings.Contains(string(x), "SEKRIT") {
+		t.Fatalf("xml.Marshal: got %q, %v; want no secret", x, err)
 	}
 }
