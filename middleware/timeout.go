@@ -68,7 +68,10 @@ type TimeoutOptions struct {
 // goroutine, whatever the layers below do with the context. It lives until
 // the response body is closed or read to its end (EOF or an error), so the
 // caller can read the body under the same deadline; a caller must close the
-// body, as always. When the call fails because this deadline fired (not the
+// body, as always. A 101 Switching Protocols response ends the deadline at
+// once: net/http hands its upgraded connection over untied to the request's
+// context, so no deadline could cover it; its body reaches the caller as
+// is. When the call fails because this deadline fired (not the
 // caller's), RoundTrip returns a *TimeoutError and emits
 // EventTimeoutExceeded to o.Events.
 //
@@ -162,26 +165,18 @@ func (t *deadlineRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		cancel() // nothing left to read under the deadline
 		return resp, nil
 	}
+	if _, writable := resp.Body.(io.Writer); writable {
+		// A 101 Switching Protocols body is the upgraded connection itself,
+		// which net/http no longer ties to the request's context once it
+		// hands it over: the deadline cannot cover it, so the call ends
+		// here and the body goes to the caller as is (still an io.Writer).
+		cancel()
+		return resp, nil
+	}
 	c.rc, c.orig = resp.Body, req
 	resp.Body = c
-	if w, ok := c.rc.(io.Writer); ok {
-		// A 101 Switching Protocols body is also the connection's writer,
-		// which callers find by type assertion: keep it visible.
-		resp.Body = &deadlineRWBody{c, w}
-	}
 	return resp, nil
 }
-
-// deadlineRWBody is a deadlineState that keeps the io.Writer of a
-// writable body (101 Switching Protocols). The deadline still covers the
-// upgraded connection until it is closed; give such calls Overrides.Timeout
-// to change that.
-type deadlineRWBody struct {
-	*deadlineState
-	w io.Writer
-}
-
-func (b *deadlineRWBody) Write(p []byte) (int, error) { return b.w.Write(p) }
 
 // exceeded builds the *TimeoutError for err and emits the event.
 func (t *deadlineRT) exceeded(ctx context.Context, req *http.Request, d time.Duration, err error) error {
