@@ -52,6 +52,12 @@ func (s *Source) watch(ctx context.Context, notify func()) {
 		if ctx.Err() != nil {
 			return
 		}
+		if s.cli.Ctx().Err() != nil {
+			// The caller closed the client: no watch can come back. Say so
+			// once; reloads then read through a closed client and fail.
+			s.log.Error("etcd client closed; the watch has stopped", "source", s.name, "key", s.key)
+			return
+		}
 		if delivered {
 			backoff = minWatchBackoff
 		}
