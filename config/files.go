@@ -31,6 +31,31 @@ func SecretFromFile(path string, b []byte) (string, error) {
 	return s, nil
 }
 
+// CAPoolFromPEM returns the certificate pool of the CA bundle pem, the
+// content of tls.ca_file at path; a bundle with no PEM certificate is an
+// error naming path. Load's validation and the factory's building of the
+// transport both use it. Safe for concurrent use.
+func CAPoolFromPEM(path string, pem []byte) (*x509.CertPool, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("no PEM certificate in %s", path)
+	}
+	return pool, nil
+}
+
+// KeyPairFromPEM returns the client key pair of cert and key, the contents
+// of tls.cert_file and tls.key_file at certPath and keyPath; an error names
+// both files and describes the problem, never the key (X509KeyPair's
+// errors do not quote it). Load's validation and the factory both use it.
+// Safe for concurrent use.
+func KeyPairFromPEM(certPath, keyPath string, cert, key []byte) (tls.Certificate, error) {
+	pair, err := tls.X509KeyPair(cert, key)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("%s with %s: %w", certPath, keyPath, err)
+	}
+	return pair, nil
+}
+
 // readFile reads the file at path for key, reporting a problem; ok is false
 // when there is nothing to check further (no path, or a problem reported).
 func (v *validator) readFile(key, path string) ([]byte, bool) {
@@ -65,16 +90,15 @@ func (v *validator) secretFile(key, path string) {
 // certificate, and the certificate and key make a key pair.
 func (v *validator) tlsFiles(t TLSConfig) {
 	if pem, ok := v.readFile("tls.ca_file", t.CAFile); ok {
-		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
-			v.fail("tls.ca_file", "no PEM certificate in %s", t.CAFile)
+		if _, err := CAPoolFromPEM(t.CAFile, pem); err != nil {
+			v.fail("tls.ca_file", "%v", err)
 		}
 	}
 	cert, certOK := v.readFile("tls.cert_file", t.CertFile)
 	key, keyOK := v.readFile("tls.key_file", t.KeyFile)
 	if certOK && keyOK {
-		// X509KeyPair's errors describe the problem, never the key.
-		if _, err := tls.X509KeyPair(cert, key); err != nil {
-			v.failAbout("tls.cert_file", []string{"tls.key_file"}, "%s with %s: %v", t.CertFile, t.KeyFile, err)
+		if _, err := KeyPairFromPEM(t.CertFile, t.KeyFile, cert, key); err != nil {
+			v.failAbout("tls.cert_file", []string{"tls.key_file"}, "%v", err)
 		}
 	}
 	clear(key)

@@ -3,7 +3,6 @@ package factory
 import (
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -185,9 +184,9 @@ func tlsConfig(prefix string, c config.TLSConfig, fc fileCache, files *[]byte) (
 		if err != nil {
 			fail("ca_file", err)
 		} else {
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				fail("ca_file", fmt.Errorf("no PEM certificate in %s", c.CAFile))
+			pool, err := config.CAPoolFromPEM(c.CAFile, pem) // what Load checks, too
+			if err != nil {
+				fail("ca_file", err)
 			}
 			out.RootCAs = pool
 		}
@@ -206,10 +205,9 @@ func tlsConfig(prefix string, c config.TLSConfig, fc fileCache, files *[]byte) (
 		case kerr != nil:
 			fail("key_file", kerr)
 		default:
-			// X509KeyPair's errors describe the problem, never the key.
-			pair, err := tls.X509KeyPair(certPEM, keyPEM)
+			pair, err := config.KeyPairFromPEM(c.CertFile, c.KeyFile, certPEM, keyPEM)
 			if err != nil {
-				fail("cert_file", fmt.Errorf("%s with %s: %w", c.CertFile, c.KeyFile, err))
+				fail("cert_file", err)
 			} else {
 				out.Certificates = []tls.Certificate{pair}
 			}
