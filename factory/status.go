@@ -90,6 +90,7 @@ func (r *Registry) Status() Status {
 	s.Clients = make([]ClientStatus, 0, len(g.pipes))
 	for _, p := range g.pipes {
 		cs := ClientStatus{Name: p.name, Defined: p.in.defined, Config: p.in.cfg, ConfigHash: p.configHash(), Generation: p.gen}
+		cs.BudgetBalance = math.Inf(1) // no budget: every retry allowed
 		if p.budget != nil {
 			cs.BudgetBalance = p.budget.Balance()
 		}

@@ -121,10 +121,13 @@ func (t *Telemetry) Instrument(o *factory.Options) {
 		h.Outer = append(h.Outer, outer...)
 		h.Attempt = append(h.Attempt, attempt...)
 		if prev != nil {
+			// Every field of the application's hooks stands (a field
+			// added to factory.Hooks later included); only its middleware
+			// go inside t's.
 			p := prev(name)
-			h.Outer = append(h.Outer, p.Outer...)
-			h.Attempt = append(h.Attempt, p.Attempt...)
-			h.ShouldRetry, h.IsFailure, h.OnStateChange, h.FaultSeed = p.ShouldRetry, p.IsFailure, p.OnStateChange, p.FaultSeed
+			p.Outer = append(h.Outer, p.Outer...)
+			p.Attempt = append(h.Attempt, p.Attempt...)
+			return p
 		}
 		return h
 	}

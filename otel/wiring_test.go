@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -113,5 +115,26 @@ func TestHooksForByHand(t *testing.T) {
 			billingOK: 1,
 			"http.request.method=GET,http.response.status_code=200,server.address=search.test,server.port=80,switchboard.client=search": 1,
 		})
+	}
+}
+
+// Instrument keeps every field of the application's own HooksFor, Backoff
+// included (it once kept only four of them).
+func TestInstrumentKeepsTheApplicationsBackoff(t *testing.T) {
+	var calls atomic.Int64
+	h := newHarnessWith(t, baseConfig(map[string]func(*config.ClientConfig){
+		"billing": func(c *config.ClientConfig) { c.Retry.MaxRetries = 1 },
+	}), fakert.Status(503, 200), harnessOptions{setup: func(o *factory.Options) {
+		o.HooksFor = func(string) factory.Hooks {
+			return factory.Hooks{Backoff: func(int, *http.Response, error) time.Duration { calls.Add(1); return 0 }}
+		}
+	}})
+	resp, err := get(t, h.reg.Get("billing"), "http://billing.test/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the application's Backoff ran %d times, want 1", n)
 	}
 }

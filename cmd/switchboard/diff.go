@@ -44,6 +44,9 @@ func runDiff(args, env []string, stdout, stderr io.Writer) int {
 	if stop {
 		return code
 	}
+	if lf.badEnv(stderr) {
+		return exitUsage
+	}
 	oldFile, newFile := pos[0], pos[1]
 	oldCfg, oldErr := lf.load(oldFile, env)
 	newCfg, newErr := lf.load(newFile, env)

@@ -46,6 +46,9 @@ func runExplain(args, env []string, stdout, stderr io.Writer) int {
 	if stop {
 		return code
 	}
+	if lf.badEnv(stderr) {
+		return exitUsage
+	}
 	file := pos[0]
 	cfg, err := lf.load(file, env)
 	if err != nil {

@@ -228,7 +228,7 @@ func TestEnvFlag(t *testing.T) {
 		{"wins over the real env", []string{"SWITCHBOARD_CLIENTS__BILLING__RETRY__MAX_RETRIES=2"},
 			[]string{"explain", file, "billing", "--env", "SWITCHBOARD_CLIENTS__BILLING__RETRY__MAX_RETRIES=7"}, exitOK,
 			"env SWITCHBOARD_CLIENTS__BILLING__RETRY__MAX_RETRIES"},
-		{"malformed", nil, []string{"validate", file, "--env", "s3cr3t-no-equals"}, exitInvalid, "want NAME=VALUE"},
+		{"malformed", nil, []string{"validate", file, "--env", "s3cr3t-no-equals"}, exitUsage, "want NAME=VALUE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

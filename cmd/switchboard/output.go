@@ -82,17 +82,25 @@ func parse(fs *pflag.FlagSet, args []string, minArgs, maxArgs int, stdout, stder
 	return pos, 0, false
 }
 
+// badEnv reports a malformed --env on stderr, with the usage: a usage error
+// (exit 2), found before anything is checked.
+func (lf *layerFlags) badEnv(stderr io.Writer) bool {
+	for _, kv := range lf.env {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+			// The text is not shown: it may hold a secret.
+			fmt.Fprintf(stderr, "switchboard %s: --env: want NAME=VALUE, got no \"=\" or no name\n\n", lf.fs.Name())
+			lf.fs.Usage()
+			return true
+		}
+	}
+	return false
+}
+
 // load reads file with the layers the flags ask for, as the service would.
 // Variables given with --env come after the real ones, so they win.
 func (lf *layerFlags) load(file string, env []string) (config.Config, error) {
 	prefix := lf.envPrefix
-	if len(lf.env) > 0 {
-		for _, kv := range lf.env {
-			if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
-				// The text is not shown: it may hold a secret.
-				return config.Config{}, errors.New(`--env: want NAME=VALUE, got no "=" or no name`)
-			}
-		}
+	if len(lf.env) > 0 { // well-formed: badEnv ran first
 		if prefix == "" {
 			prefix = defaultEnvPrefix
 		}

@@ -55,6 +55,9 @@ func runValidate(args, env []string, stdout, stderr io.Writer) int {
 	if stop {
 		return code
 	}
+	if lf.badEnv(stderr) {
+		return exitUsage
+	}
 	if *schema {
 		stdout.Write(validateSchema)
 		return exitOK
