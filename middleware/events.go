@@ -81,6 +81,16 @@ func (ev *Events) Emit(ctx context.Context, level slog.Level, e Event) {
 	if ev.Logger == nil || !ev.Logger.Enabled(ctx, level) {
 		return
 	}
+	ev.Logger.LogAttrs(ctx, level, e.Name, e.Attrs()...)
+}
+
+// Attrs returns e as the attributes of its slog record: event and client
+// always, every other field that is set under its own key (group, method,
+// url, host, attempt, status, delay, error, reason). Integrations that
+// report events elsewhere (span events) use it, so every sink shows the
+// same attributes. e's URL and Err are redacted already when e comes from
+// Emit. It allocates the slice.
+func (e Event) Attrs() []slog.Attr {
 	attrs := make([]slog.Attr, 0, 10)
 	attrs = append(attrs, slog.String("event", e.Name), slog.String("client", e.Client))
 	if e.Group != "" {
@@ -110,7 +120,7 @@ func (ev *Events) Emit(ctx context.Context, level slog.Level, e Event) {
 	if e.Reason != "" {
 		attrs = append(attrs, slog.String("reason", e.Reason))
 	}
-	ev.Logger.LogAttrs(ctx, level, e.Name, attrs...)
+	return attrs
 }
 
 // on reports whether Emit would do anything at level, so that callers can

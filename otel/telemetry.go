@@ -2,6 +2,7 @@ package otelswitchboard
 
 import (
 	"context"
+	"log/slog"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -186,37 +187,18 @@ func reloadOutcome(name string) string {
 	return ""
 }
 
-// eventAttributes are the attributes of e's slog record (see
-// middleware.Events.Emit), under the same keys.
+// eventAttributes returns e's slog attributes (middleware.Event.Attrs, the
+// one mapping of an event to attributes) as span event attributes:
+// integers stay integers, the rest is text (a delay as "1.5s").
 func eventAttributes(e middleware.Event) []attribute.KeyValue {
-	a := make([]attribute.KeyValue, 0, 10)
-	a = append(a, attribute.String("event", e.Name), attribute.String("client", e.Client))
-	if e.Group != "" {
-		a = append(a, attribute.String("group", e.Group))
+	attrs := e.Attrs()
+	out := make([]attribute.KeyValue, 0, len(attrs))
+	for _, a := range attrs {
+		if a.Value.Kind() == slog.KindInt64 {
+			out = append(out, attribute.Int64(a.Key, a.Value.Int64()))
+			continue
+		}
+		out = append(out, attribute.String(a.Key, a.Value.String()))
 	}
-	if e.Method != "" {
-		a = append(a, attribute.String("method", e.Method))
-	}
-	if e.URL != "" {
-		a = append(a, attribute.String("url", e.URL))
-	}
-	if e.Host != "" {
-		a = append(a, attribute.String("host", e.Host))
-	}
-	if e.Attempt > 0 {
-		a = append(a, attribute.Int("attempt", e.Attempt))
-	}
-	if e.Status > 0 {
-		a = append(a, attribute.Int("status", e.Status))
-	}
-	if e.Delay > 0 {
-		a = append(a, attribute.String("delay", e.Delay.String()))
-	}
-	if e.Err != nil {
-		a = append(a, attribute.String("error", e.Err.Error()))
-	}
-	if e.Reason != "" {
-		a = append(a, attribute.String("reason", e.Reason))
-	}
-	return a
+	return out
 }
