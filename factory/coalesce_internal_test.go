@@ -1,6 +1,7 @@
 package factory
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -38,6 +39,7 @@ func TestCoalescerJoinsWaitingCallsIntoOneLaterRun(t *testing.T) {
 			parked = c.next.waiters
 		}
 		c.mu.Unlock()
+		runtime.Gosched() // let the callers run on a loaded machine
 	}
 	close(release)
 	<-first
