@@ -116,6 +116,16 @@ func (r *Registry) attempt(load func() (config.Config, error), layered bool) (ou
 		return outcome{err: ErrClosed, quiet: true}
 	}
 	cfg, err := load()
+	if layered {
+		// The files this load names are watched before anything reads them
+		// again, those of a rejected load too (one it names may not exist
+		// yet): a change after the read triggers another reload.
+		named := cfg.Files
+		if err != nil {
+			named = config.NamedFiles(err)
+		}
+		r.rewatch(named)
+	}
 	if err == nil && layered {
 		r.mu.Lock()
 		// InputHash covers the contents of the secret and TLS files too, so
@@ -123,6 +133,7 @@ func (r *Registry) attempt(load func() (config.Config, error), layered bool) (ou
 		same := cfg.InputHash != "" && cfg.InputHash == r.lastHash
 		r.mu.Unlock()
 		if same {
+			r.rewatch(nil) // the serving config's files, no more
 			return outcome{skipped: true}
 		}
 	}
@@ -157,16 +168,7 @@ func (r *Registry) attempt(load func() (config.Config, error), layered bool) (ou
 		f()
 	}
 	if layered {
-		after(func() {
-			r.mu.Lock()
-			w := r.watcher
-			r.mu.Unlock()
-			if w != nil {
-				if werr := w.SetFiles(cfg.Files); werr != nil {
-					r.log.Error("watching config files failed", "error", werr)
-				}
-			}
-		})
+		after(func() { r.rewatch(nil) }) // the new serving config's files, no more
 	}
 	// The kept components take their new settings now that the new
 	// generation serves (a breaker's retune may call OnStateChange).

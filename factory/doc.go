@@ -26,6 +26,11 @@
 // pair gets a new base transport (new connections use it, requests in
 // flight finish on the old one). An unreadable or invalid file rejects the
 // reload, naming the key, and the last good material keeps serving.
+// Unless NoWatch, these files are watched like the config file, each from
+// before the read that uses it (so a change made during a reload or Open
+// triggers another one), and a file that a rejected config names but that
+// does not exist yet is watched too: its creation triggers the reload that
+// then succeeds.
 // Registry.Handler serves Status and each client's effective config, with
 // secrets redacted, as JSON for an ops endpoint.
 //

@@ -95,22 +95,29 @@ func Open(ctx context.Context, o Options) (*Registry, error) {
 	}
 	sources := newSourceSet(o.Sources)
 	l := &config.Loader{File: o.File, Sources: sources.wrapped(), EnvPrefix: o.EnvPrefix, Flags: o.Flags, Environ: o.Environ}
-	cfg, err := loadWithin(ctx, l)
-	if err != nil {
-		return nil, err
-	}
-	r, err := newRegistry(cfg, o)
-	if err != nil {
-		return nil, err
-	}
+	r := newRegistry(o)
 	r.loader, r.sources = l, sources
-	sources.open(r.log)
+	// Everything is watched from before it is read: an edit made while Open
+	// reads its inputs triggers a reload once the first generation serves.
 	if !o.NoWatch && (o.File != "" || hasWatchable(o.Sources)) {
-		if err := r.startWatching(cfg.Files); err != nil {
+		if err := r.startWatching(); err != nil {
 			r.Close()
 			return nil, err
 		}
 	}
+	cfg, err := loadWithin(ctx, l)
+	if err == nil {
+		err = r.watchFiles(cfg.Files) // before the build reads them again
+	}
+	if err == nil {
+		err = r.first(cfg)
+	}
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	sources.open(r.log)
+	r.startReloader()
 	return r, nil
 }
 
@@ -147,10 +154,16 @@ func New(cfg config.Config, o Options) (*Registry, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return newRegistry(cfg, o)
+	r := newRegistry(o)
+	if err := r.first(cfg); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
-func newRegistry(cfg config.Config, o Options) (*Registry, error) {
+// newRegistry returns a registry of o serving no client yet.
+func newRegistry(o Options) *Registry {
 	r := &Registry{opts: o, log: o.Logger, warned: map[string]bool{}, sources: newSourceSet(nil)}
 	if r.log == nil {
 		r.log = slog.Default()
@@ -161,16 +174,20 @@ func newRegistry(cfg config.Config, o Options) (*Registry, error) {
 	empty := map[string]*http.Client{}
 	r.clients.Store(&empty)
 	r.gen.Store(&generation{})
+	return r
+}
+
+// first commits the registry's first generation, from cfg.
+func (r *Registry) first(cfg config.Config) error {
 	_, g, _, _, err := r.commit(cfg, false)
 	if err != nil {
-		r.cancel()
-		return nil, err
+		return err
 	}
 	for _, p := range g.pipes {
 		r.warnInsecure(p)
 	}
 	r.warnHooks(cfg)
-	return r, nil
+	return nil
 }
 
 // Get returns the client called name: the same pointer on every call for the

@@ -9,30 +9,90 @@ import (
 	"github.com/switchboard-http/switchboard/reload"
 )
 
-// startWatching starts the file watcher (when there is a file), the
-// debouncer of the Sources' notifications, the goroutine that reloads when
-// a reload is due, and the watches of the Sources that have one. The
-// callbacks only signal, so a slow reload never blocks a watcher and
-// SetFiles is never called from inside the watcher's own callback. On
-// error the caller closes the registry, which stops whatever had started.
-func (r *Registry) startWatching(files []string) error {
+// startWatching starts, before the first load reads anything, the watcher
+// of the config file, the debouncer of the Sources' notifications and the
+// watches of the Sources that have one, so that a change made while Open
+// reads its inputs is seen. Their callbacks only signal r.due, so a slow
+// reload never blocks a watcher and SetFiles is never called from inside
+// the watcher's own callback; the reloader, which acts on r.due, starts
+// with startReloader once the first generation serves. On error the caller
+// closes the registry, which stops whatever had started.
+func (r *Registry) startWatching() error {
 	due := make(chan struct{}, 1)
-	var w *reload.Watcher
-	if r.opts.File != "" {
-		var err error
-		o := reload.Options{Debounce: r.opts.Debounce, MaxDebounce: r.opts.MaxDebounce, Logger: r.log}
-		w, err = reload.Watch(files, o, func() { signal(due) })
-		if err != nil {
-			return err
-		}
-	}
 	deb := reload.NewDebouncer(r.opts.Debounce, r.opts.MaxDebounce, func() { signal(due) })
 	r.mu.Lock()
-	r.watcher, r.due, r.srcDebounce = w, due, deb
-	r.stop, r.stopped = make(chan struct{}), make(chan struct{})
+	r.due, r.srcDebounce = due, deb
 	r.mu.Unlock()
-	go r.reloader()
+	if err := r.watchFiles(nil); err != nil {
+		return err
+	}
 	return r.watchSources()
+}
+
+// startReloader starts the goroutine that reloads when a reload is due,
+// if anything watches.
+func (r *Registry) startReloader() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.due == nil {
+		return
+	}
+	r.stop, r.stopped = make(chan struct{}), make(chan struct{})
+	go r.reloader()
+}
+
+// watchFiles makes the watcher watch the config file, the files the
+// serving config names and named: the files of a config about to be read
+// further (validated, resolved, built), or of one just rejected, a file it
+// names that does not exist yet included, so that the file's creation
+// triggers the reload that then succeeds. A file already watched keeps the
+// state it last reported; a new one takes its state now. Call it before the
+// read that uses the files: every change after that read is then seen and
+// triggers another reload. It creates the watcher on first need (a config
+// from Sources alone may name files too) and does nothing when nothing
+// watches (NoWatch, or no file and no Watchable Source). r.reloading held,
+// or Open's goroutine before it returns.
+func (r *Registry) watchFiles(named []string) error {
+	r.mu.Lock()
+	due, w, closed := r.due, r.watcher, r.closed
+	serving := r.gen.Load().cfg.Files
+	r.mu.Unlock()
+	if due == nil || closed {
+		return nil
+	}
+	files := make([]string, 0, 1+len(serving)+len(named))
+	seen := make(map[string]bool, cap(files))
+	for _, list := range [][]string{{r.opts.File}, serving, named} {
+		for _, f := range list {
+			if f != "" && !seen[f] {
+				seen[f] = true
+				files = append(files, f)
+			}
+		}
+	}
+	if w != nil {
+		return w.SetFiles(files)
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	o := reload.Options{Debounce: r.opts.Debounce, MaxDebounce: r.opts.MaxDebounce, Logger: r.log}
+	w, err := reload.Watch(files, o, func() { signal(due) })
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.watcher = w
+	r.mu.Unlock()
+	return nil
+}
+
+// rewatch is watchFiles for a reload, which logs its error: watching goes
+// on with the files it watched before.
+func (r *Registry) rewatch(named []string) {
+	if err := r.watchFiles(named); err != nil {
+		r.log.Error("watching config files failed", "error", err)
+	}
 }
 
 // hasWatchable reports whether one of srcs implements config.Watchable.
