@@ -255,11 +255,8 @@ func (r *Registry) add(name string) *http.Client {
 				return err
 			}
 			in.credDigest, in.tlsDigest = m.credDigest, m.tlsDigest
-			mine := groupView{}
-			mine.add(in.cfg)
-			groups := planGroups(groupViewOf(g.pipes), mine)
-			p, _, err = r.build(name, in, m, planClient(name, nil, in, r.opts.Base != nil, groups), nil, g.num,
-				newGroupTable(g.pipes, groups))
+			plans, groups := planAll([]string{name}, []*serving{nil}, []clientInput{in}, groupViewOf(g.pipes), r.opts.Base != nil)
+			p, _, err = r.build(name, in, m, plans[0], nil, g.num, newGroupTable(g.pipes, groups))
 			return err
 		}()
 		if err != nil {
@@ -352,8 +349,7 @@ func (r *Registry) Close() error {
 	old := r.gen.Load()
 	shut := &generation{num: old.num, cfg: old.cfg, pipes: make([]*pipeline, len(old.pipes))}
 	for i, p := range old.pipes {
-		shut.pipes[i] = &pipeline{name: p.name, in: p.in, built: p.built, gen: p.gen, rt: errTransport{ErrClosed},
-			budget: p.budget, breaker: p.breaker, bulkhead: p.bulkhead, limiter: p.limiter}
+		shut.pipes[i] = p.closed()
 	}
 	r.gen.Store(shut)
 	w, deb, stop, stopped, srcStops := r.watcher, r.srcDebounce, r.stop, r.stopped, r.srcStops
