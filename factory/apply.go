@@ -1,6 +1,7 @@
 package factory
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -471,3 +472,27 @@ type redactedTextError struct {
 
 func (e *redactedTextError) Error() string { return e.msg }
 func (e *redactedTextError) Unwrap() error { return e.err }
+
+// callOnReload calls Options.OnReload, if set, recovering its panic.
+func (r *Registry) callOnReload(e ReloadEvent) {
+	if r.opts.OnReload == nil {
+		return
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			r.log.Error("OnReload panicked", "panic", fmt.Sprint(v))
+		}
+	}()
+	r.opts.OnReload(e)
+}
+
+// observe passes a reload's event to Options.Observer, recovering its
+// panic: a broken metrics hook must not stop reloads.
+func (r *Registry) observe(ev middleware.Event) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.log.Error("Observer panicked", "event", ev.Name, "panic", fmt.Sprint(v))
+		}
+	}()
+	r.opts.Observer.OnEvent(context.Background(), ev)
+}

@@ -185,3 +185,180 @@ func take[T comparable](ch Change, old T, start func() (T, error), retune func(T
 	obj, err := start()
 	return obj, nil, err
 }
+
+// chain builds the layers of one route (or of the client, for calls that
+// match no route) from the total timeout down to lower: the stateless
+// layers from s, around p's stateful components, which every route of the
+// client shares.
+func (r *Registry) chain(p *pipeline, s config.RouteConfig, ev *middleware.Events, h Hooks, lower http.RoundTripper) http.RoundTripper {
+	name := p.name
+	tmo := middleware.TimeoutOptions{Events: ev}
+	layers := make([]middleware.Middleware, 0, 12)
+	layers = append(layers, middleware.Timeout(s.Timeout, tmo))
+	if p.breaker != nil {
+		layers = append(layers, p.breaker.MiddlewareFor(r.events(name, p.groups[ComponentBreaker])))
+	}
+	if p.bulkhead != nil {
+		layers = append(layers, p.bulkhead.MiddlewareFor(r.events(name, p.groups[ComponentBulkhead])))
+	}
+	if s.Hedge.Enabled {
+		layers = append(layers, middleware.Hedge(s.Hedge, s.Retry, middleware.HedgeOptions{
+			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Latencies: p.latencies,
+		}))
+	} else {
+		layers = append(layers, middleware.Retry(s.Retry, middleware.RetryOptions{
+			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Backoff: h.Backoff,
+		}))
+	}
+	layers = append(layers, middleware.AttemptTimeout(s.Retry.AttemptTimeout, tmo))
+	layers = append(layers, h.Attempt...)
+	if p.limiter != nil {
+		layers = append(layers, p.limiter.MiddlewareFor(r.events(name, p.groups[ComponentRateLimit])))
+	}
+	layers = append(layers, middleware.Headers(s.Headers, middleware.HeadersOptions{}))
+	return middleware.Chain(layers...)(lower)
+}
+
+// hooks returns the hooks of client name: Options.Hooks, then
+// Options.HooksFor(name), then Options.ClientHooks[name]. Middleware add
+// up in that order, outermost first; a later func or seed replaces an
+// earlier one.
+func (r *Registry) hooks(name string) Hooks {
+	h := Hooks{}
+	layers := []Hooks{r.opts.Hooks}
+	if r.opts.HooksFor != nil {
+		layers = append(layers, r.opts.HooksFor(name))
+	}
+	layers = append(layers, r.opts.ClientHooks[name])
+	for _, l := range layers {
+		h.Outer = append(h.Outer, l.Outer...)
+		h.Attempt = append(h.Attempt, l.Attempt...)
+		if l.ShouldRetry != nil {
+			h.ShouldRetry = l.ShouldRetry
+		}
+		if l.Backoff != nil {
+			h.Backoff = l.Backoff
+		}
+		if l.IsFailure != nil {
+			h.IsFailure = l.IsFailure
+		}
+		if l.OnStateChange != nil {
+			h.OnStateChange = l.OnStateChange
+		}
+		if l.FaultSeed != 0 {
+			h.FaultSeed = l.FaultSeed
+		}
+	}
+	return h
+}
+
+// groupTable builds the shared components of one new generation, each
+// once, as the plan of its group says: kept (and retuned once) from the
+// serving generation, or started.
+type groupTable struct {
+	old   map[groupKey]any // the serving generation's
+	plans map[groupKey]ComponentPlan
+	made  map[groupKey]any
+}
+
+// newGroupTable returns the table for a generation replacing the one whose
+// pipelines are old, with plans from planGroups.
+func newGroupTable(old []*pipeline, plans map[groupKey]ComponentPlan) *groupTable {
+	return &groupTable{old: groupsOf(old), plans: plans, made: map[groupKey]any{}}
+}
+
+// groupsOf collects the shared components the pipelines use.
+func groupsOf(pipes []*pipeline) map[groupKey]any {
+	out := map[groupKey]any{}
+	for _, p := range pipes {
+		for name, g := range p.groups {
+			if obj := componentOf(name).state.part.get(p); obj != nil {
+				out[groupKey{name, g}] = obj
+			}
+		}
+	}
+	return out
+}
+
+// take returns the group's component of key, made by mk from the
+// serving one (nil when none serves) the first time a member asks, with
+// the retune to run after the commit (once).
+func (gt *groupTable) take(key groupKey, mk func(old any) (any, func(), error)) (any, func(), error) {
+	if obj, ok := gt.made[key]; ok {
+		return obj, nil, nil
+	}
+	obj, f, err := mk(gt.old[key])
+	if err != nil {
+		return nil, nil, err
+	}
+	gt.made[key] = obj
+	return obj, f, nil
+}
+
+// buildCtx is what a stateful component is built from: the input of the
+// client (or of the group's first member) and, for the group's one, the
+// group's events and hooks.
+type buildCtx struct {
+	owner   string // the client, or the group, that OnStateChange names
+	section string // the key path prefix of errors
+	in      clientInput
+	m       material
+	ev      *middleware.Events
+	hooks   Hooks
+}
+
+// parter is a part of any type: what build, groups and Close need.
+type parter interface {
+	// take sets the component of p as ch says (see take), from old's or a
+	// new one built from b; it returns the retune to run after the commit.
+	take(ch Change, p, old *pipeline, b buildCtx) (func(), error)
+	// share sets p's component to the group's (see groupTable.take).
+	share(gt *groupTable, key groupKey, p *pipeline, b buildCtx) (func(), error)
+	// get returns p's component, nil when it has none.
+	get(p *pipeline) any
+	// carry copies p's component to q.
+	carry(q, p *pipeline)
+}
+
+// part is how one stateful component of type T is built, retuned and
+// held in a pipeline.
+type part[T comparable] struct {
+	field  func(*pipeline) *T
+	build  func(buildCtx) (T, error)
+	retune func(T, clientInput)
+}
+
+func (s part[T]) take(ch Change, p, old *pipeline, b buildCtx) (func(), error) {
+	obj, f, err := take(ch, *s.field(old), s.starter(b), s.retuner(b.in))
+	*s.field(p) = obj
+	return f, err
+}
+
+func (s part[T]) share(gt *groupTable, key groupKey, p *pipeline, b buildCtx) (func(), error) {
+	obj, f, err := gt.take(key, func(old any) (any, func(), error) {
+		o, _ := old.(T)
+		x, f, err := take(gt.plans[key].Change, o, s.starter(b), s.retuner(b.in))
+		return x, f, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	*s.field(p) = obj.(T)
+	return f, nil
+}
+
+func (s part[T]) get(p *pipeline) any {
+	var none T
+	if v := *s.field(p); v != none {
+		return v
+	}
+	return nil
+}
+
+func (s part[T]) carry(q, p *pipeline) { *s.field(q) = *s.field(p) }
+
+func (s part[T]) starter(b buildCtx) func() (T, error) {
+	return func() (T, error) { return s.build(b) }
+}
+
+func (s part[T]) retuner(in clientInput) func(T) { return func(x T) { s.retune(x, in) } }

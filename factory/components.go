@@ -3,8 +3,6 @@ package factory
 import (
 	"crypto/sha256"
 	"fmt"
-	"maps"
-	"strings"
 
 	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/middleware"
@@ -13,9 +11,10 @@ import (
 // The components of a pipeline, described once: the table below says, for
 // each, which keys it covers and, for a stateful one, when it is on,
 // whether a group can share it, and how a reload builds, retunes or
-// replaces it. Plan (plan.go), build (build.go), the groups (groups.go),
-// Close and Status read it; adding a stateful component is one row here,
-// its field in pipeline and its layer in chain (see docs/architecture.md).
+// replaces it. The plan (plan.go) and the build (build.go) of a reload,
+// the groups' shared components, Close and Status read it. Adding a
+// stateful component is one row here, its field in pipeline and its layer
+// in chain; docs/architecture.md has the checklist.
 
 // The components of a pipeline, in pipeline order, as ComponentPlan names
 // them. Each covers the keys under the key path of the same name, except
@@ -154,9 +153,13 @@ type component struct {
 // settings allow, replaced by a fresh one when replace says so, started
 // when switched on, dropped when switched off.
 type stateful struct {
-	// group describes its on-switch and the group that shares it; nil for
-	// a component each client has, always on (but for base).
+	// group describes, for a component clients may share, its on-switch
+	// and the group that shares it; nil for one each client has.
 	group *config.GroupBlock
+	// on reports whether a config switches on a component no group shares,
+	// switchKey being the key that does; nil: always on (but for base).
+	on        func(config.ClientConfig) bool
+	switchKey string
 	// base marks the base transport: off when Options.Base serves, and
 	// drained when replaced or at Close.
 	base bool
@@ -168,74 +171,6 @@ type stateful struct {
 	part parter
 }
 
-// buildCtx is what a stateful component is built from: the input of the
-// client (or of the group's first member) and, for the group's one, the
-// group's events and hooks.
-type buildCtx struct {
-	owner   string // the client, or the group, that OnStateChange names
-	section string // the key path prefix of errors
-	in      clientInput
-	m       material
-	ev      *middleware.Events
-	hooks   Hooks
-}
-
-// parter is a part of any type: what build, groups and Close need.
-type parter interface {
-	// take sets the component of p as ch says (see take), from old's or a
-	// new one built from b; it returns the retune to run after the commit.
-	take(ch Change, p, old *pipeline, b buildCtx) (func(), error)
-	// share sets p's component to the group's (see groupTable.take).
-	share(gt *groupTable, key groupKey, p *pipeline, b buildCtx) (func(), error)
-	// get returns p's component, nil when it has none.
-	get(p *pipeline) any
-	// carry copies p's component to q.
-	carry(q, p *pipeline)
-}
-
-// part is how one stateful component of type T is built, retuned and
-// held in a pipeline.
-type part[T comparable] struct {
-	field  func(*pipeline) *T
-	build  func(buildCtx) (T, error)
-	retune func(T, clientInput)
-}
-
-func (s part[T]) take(ch Change, p, old *pipeline, b buildCtx) (func(), error) {
-	obj, f, err := take(ch, *s.field(old), s.starter(b), s.retuner(b.in))
-	*s.field(p) = obj
-	return f, err
-}
-
-func (s part[T]) share(gt *groupTable, key groupKey, p *pipeline, b buildCtx) (func(), error) {
-	obj, f, err := gt.take(key, func(old any) (any, func(), error) {
-		o, _ := old.(T)
-		x, f, err := take(gt.plans[key].Change, o, s.starter(b), s.retuner(b.in))
-		return x, f, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	*s.field(p) = obj.(T)
-	return f, nil
-}
-
-func (s part[T]) get(p *pipeline) any {
-	var none T
-	if v := *s.field(p); v != none {
-		return v
-	}
-	return nil
-}
-
-func (s part[T]) carry(q, p *pipeline) { *s.field(q) = *s.field(p) }
-
-func (s part[T]) starter(b buildCtx) func() (T, error) {
-	return func() (T, error) { return s.build(b) }
-}
-
-func (s part[T]) retuner(in clientInput) func(T) { return func(x T) { s.retune(x, in) } }
-
 // groupBlock returns config's description of the shareable block key.
 func groupBlock(key string) *config.GroupBlock {
 	b, ok := config.GroupBlockOf(key)
@@ -244,53 +179,6 @@ func groupBlock(key string) *config.GroupBlock {
 	}
 	return &b
 }
-
-// covers reports whether key belongs to the component.
-func (c component) covers(key string) bool {
-	under := func(prefixes []string) bool {
-		for _, p := range prefixes {
-			if key == p || strings.HasPrefix(key, p+".") {
-				return true
-			}
-		}
-		return false
-	}
-	return under(c.keys) && !under(c.except)
-}
-
-// switched reports, for a component that exists only while switched on
-// (a shareable one: breaker, bulkhead, rate limit), whether cfg switches
-// it on; switchable is false for every other component.
-func (c component) switched(cfg config.ClientConfig) (on, switchable bool) {
-	if c.state == nil || c.state.group == nil {
-		return false, false
-	}
-	return c.state.group.On(cfg), true
-}
-
-// groupOf returns the group cfg names for the component, on or off; ""
-// for its own, or a component no group can share.
-func (c component) groupOf(cfg config.ClientConfig) string {
-	if c.state == nil || c.state.group == nil {
-		return ""
-	}
-	return c.state.group.Group(cfg)
-}
-
-// groupedComponents are the rows a group can share, in pipeline order.
-var groupedComponents = func() []component {
-	var out []component
-	for _, c := range components {
-		if c.state != nil && c.state.group != nil {
-			out = append(out, c)
-		}
-	}
-	return out
-}()
-
-// groupNames returns the group of each component p shares, by component
-// name; nil when it shares none. The map is the caller's.
-func (p *pipeline) groupNames() map[string]string { return maps.Clone(p.groups) }
 
 // breakerReplaced says why a breaker whose settings change from o to n
 // cannot keep its state, or "": a change of scope (one circuit per client

@@ -1,10 +1,10 @@
 package factory
 
 import (
+	"maps"
 	"net/http"
 	"sync"
 
-	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -41,9 +41,6 @@ type pipeline struct {
 	hash     string
 }
 
-// serving returns what a plan needs of p.
-func (p *pipeline) serving() *serving { return &serving{in: p.in, built: p.built} }
-
 // closed returns the pipeline of p's client after Close: every request
 // fails with ErrClosed, and its stateful components stay for Status, but
 // for the base transport, which Close retires.
@@ -67,72 +64,6 @@ func (p *pipeline) configHash() string {
 	return p.hash
 }
 
-// chain builds the layers of one route (or of the client, for calls that
-// match no route) from the total timeout down to lower: the stateless
-// layers from s, around p's stateful components, which every route of the
-// client shares.
-func (r *Registry) chain(p *pipeline, s config.RouteConfig, ev *middleware.Events, h Hooks, lower http.RoundTripper) http.RoundTripper {
-	name := p.name
-	tmo := middleware.TimeoutOptions{Events: ev}
-	layers := make([]middleware.Middleware, 0, 12)
-	layers = append(layers, middleware.Timeout(s.Timeout, tmo))
-	if p.breaker != nil {
-		layers = append(layers, p.breaker.MiddlewareFor(r.events(name, p.groups[ComponentBreaker])))
-	}
-	if p.bulkhead != nil {
-		layers = append(layers, p.bulkhead.MiddlewareFor(r.events(name, p.groups[ComponentBulkhead])))
-	}
-	if s.Hedge.Enabled {
-		layers = append(layers, middleware.Hedge(s.Hedge, s.Retry, middleware.HedgeOptions{
-			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Latencies: p.latencies,
-		}))
-	} else {
-		layers = append(layers, middleware.Retry(s.Retry, middleware.RetryOptions{
-			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Backoff: h.Backoff,
-		}))
-	}
-	layers = append(layers, middleware.AttemptTimeout(s.Retry.AttemptTimeout, tmo))
-	layers = append(layers, h.Attempt...)
-	if p.limiter != nil {
-		layers = append(layers, p.limiter.MiddlewareFor(r.events(name, p.groups[ComponentRateLimit])))
-	}
-	layers = append(layers, middleware.Headers(s.Headers, middleware.HeadersOptions{}))
-	return middleware.Chain(layers...)(lower)
-}
-
-// hooks returns the hooks of client name: Options.Hooks, then
-// Options.HooksFor(name), then Options.ClientHooks[name]. Middleware add
-// up in that order, outermost first; a later func or seed replaces an
-// earlier one.
-func (r *Registry) hooks(name string) Hooks {
-	h := Hooks{}
-	layers := []Hooks{r.opts.Hooks}
-	if r.opts.HooksFor != nil {
-		layers = append(layers, r.opts.HooksFor(name))
-	}
-	layers = append(layers, r.opts.ClientHooks[name])
-	for _, l := range layers {
-		h.Outer = append(h.Outer, l.Outer...)
-		h.Attempt = append(h.Attempt, l.Attempt...)
-		if l.ShouldRetry != nil {
-			h.ShouldRetry = l.ShouldRetry
-		}
-		if l.Backoff != nil {
-			h.Backoff = l.Backoff
-		}
-		if l.IsFailure != nil {
-			h.IsFailure = l.IsFailure
-		}
-		if l.OnStateChange != nil {
-			h.OnStateChange = l.OnStateChange
-		}
-		if l.FaultSeed != 0 {
-			h.FaultSeed = l.FaultSeed
-		}
-	}
-	return h
-}
-
 // errTransport is the pipeline of a client whose build failed outside a
 // reload (a name first seen by Get whose defaults can no longer be built):
 // every request fails with the build error.
@@ -144,3 +75,7 @@ func (e errTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return nil, e.err
 }
+
+// groupNames returns the group of each component p shares, by component
+// name; nil when it shares none. The map is the caller's.
+func (p *pipeline) groupNames() map[string]string { return maps.Clone(p.groups) }

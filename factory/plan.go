@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/switchboard-http/switchboard/config"
 )
@@ -205,6 +206,15 @@ func planAll(names []string, was []*serving, inputs []clientInput, oldGroups gro
 	return plans, groups
 }
 
+// Components shared across clients: clients whose circuit_breaker.group,
+// bulkhead.group or rate_limit.group name the same group share one
+// breaker, one pool of bulkhead slots or one limiter (config validation
+// makes their settings equal). Which components a group can share is the
+// component table's (a row with a config.GroupBlock). A group's component
+// lives in the pipelines of its members; a reload plans it once
+// (planGroups) and builds it once (groupTable, build.go), keeping it, and
+// its state, while any member still uses it.
+
 // groupKey names one shared component: its component (ComponentBreaker,
 // ComponentBulkhead or ComponentRateLimit) and its group.
 type groupKey struct{ block, name string }
@@ -267,7 +277,8 @@ func planGrouped(comp component, old, in clientInput, groups map[groupKey]Compon
 	case !isOn && !wasOn:
 		return ComponentPlan{Component: name, Change: Off}
 	case !isOn:
-		return ComponentPlan{Component: name, Change: Stopped, Reason: comp.state.group.Switch + " switched it off", Group: og}
+		_, _, key := comp.switched(old.cfg)
+		return ComponentPlan{Component: name, Change: Stopped, Reason: key + " switched it off", Group: og}
 	case ng == "":
 		cp := ComponentPlan{Component: name, Change: Started, Reason: "leaves group " + og + " for a fresh one of its own"}
 		if wasOn {
@@ -341,7 +352,7 @@ func fresh(c config.ClientConfig, withBase bool, groups map[groupKey]ComponentPl
 	out := make([]ComponentPlan, 0, len(components))
 	for _, comp := range components {
 		cp := ComponentPlan{Component: comp.name, Change: Started, Reason: "new pipeline"}
-		if on, switchable := comp.switched(c); switchable && !on {
+		if on, switchable, _ := comp.switched(c); switchable && !on {
 			cp = ComponentPlan{Component: comp.name, Change: Off}
 		} else if g := comp.groupOf(c); g != "" {
 			cp = groups[groupKey{comp.name, g}]
@@ -361,9 +372,9 @@ func fresh(c config.ClientConfig, withBase bool, groups map[groupKey]ComponentPl
 // input changed from old to in; keys are the keys that changed.
 func planComponent(comp component, keys []config.KeyChange, old, in clientInput, withBase bool, groups map[groupKey]ComponentPlan) ComponentPlan {
 	name := comp.name
-	wasOn, switchable := comp.switched(old.cfg)
-	isOn, _ := comp.switched(in.cfg)
-	if switchable && (comp.groupOf(old.cfg) != "" || comp.groupOf(in.cfg) != "") {
+	wasOn, switchable, switchKey := comp.switched(old.cfg)
+	isOn, _, _ := comp.switched(in.cfg)
+	if comp.groupOf(old.cfg) != "" || comp.groupOf(in.cfg) != "" {
 		return planGrouped(comp, old, in, groups, wasOn, isOn)
 	}
 	if comp.state != nil && comp.state.base && withBase {
@@ -388,14 +399,77 @@ func planComponent(comp component, keys []config.KeyChange, old, in clientInput,
 		}
 	}
 	if switchable {
-		switch key := comp.state.group.Switch; {
+		switch {
 		case !wasOn && !isOn:
 			cp = ComponentPlan{Component: name, Change: Off}
 		case !wasOn:
-			cp.Change, cp.Reason = Started, key+" switched it on"
+			cp.Change, cp.Reason = Started, switchKey+" switched it on"
 		case !isOn:
-			cp.Change, cp.Reason = Stopped, key+" switched it off"
+			cp.Change, cp.Reason = Stopped, switchKey+" switched it off"
 		}
 	}
 	return cp
 }
+
+// groupViewOf returns the settings of each group the pipelines use, for
+// planGroups.
+func groupViewOf(pipes []*pipeline) groupView {
+	v := groupView{}
+	for _, p := range pipes {
+		if p.built {
+			v.add(p.in.cfg)
+		}
+	}
+	return v
+}
+
+// serving returns what a plan needs of p.
+func (p *pipeline) serving() *serving { return &serving{in: p.in, built: p.built} }
+
+// covers reports whether key belongs to the component.
+func (c component) covers(key string) bool {
+	under := func(prefixes []string) bool {
+		for _, p := range prefixes {
+			if key == p || strings.HasPrefix(key, p+".") {
+				return true
+			}
+		}
+		return false
+	}
+	return under(c.keys) && !under(c.except)
+}
+
+// switched reports, for a component that exists only while switched on
+// (breaker, bulkhead, rate limit), whether cfg switches it on, and the key
+// that does; switchable is false for every other component.
+func (c component) switched(cfg config.ClientConfig) (on, switchable bool, key string) {
+	switch {
+	case c.state == nil:
+		return false, false, ""
+	case c.state.group != nil:
+		return c.state.group.On(cfg), true, c.state.group.Switch
+	case c.state.on != nil:
+		return c.state.on(cfg), true, c.state.switchKey
+	}
+	return false, false, ""
+}
+
+// groupOf returns the group cfg names for the component, on or off; ""
+// for its own, or a component no group can share.
+func (c component) groupOf(cfg config.ClientConfig) string {
+	if c.state == nil || c.state.group == nil {
+		return ""
+	}
+	return c.state.group.Group(cfg)
+}
+
+// groupedComponents are the rows a group can share, in pipeline order.
+var groupedComponents = func() []component {
+	var out []component
+	for _, c := range components {
+		if c.state != nil && c.state.group != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}()

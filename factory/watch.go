@@ -1,11 +1,9 @@
 package factory
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/switchboard-http/switchboard/config"
-	"github.com/switchboard-http/switchboard/middleware"
 	"github.com/switchboard-http/switchboard/reload"
 )
 
@@ -149,28 +147,4 @@ func (r *Registry) reloader() {
 			_ = r.Reload() // reported by Reload itself
 		}
 	}
-}
-
-// callOnReload calls Options.OnReload, if set, recovering its panic.
-func (r *Registry) callOnReload(e ReloadEvent) {
-	if r.opts.OnReload == nil {
-		return
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			r.log.Error("OnReload panicked", "panic", fmt.Sprint(v))
-		}
-	}()
-	r.opts.OnReload(e)
-}
-
-// observe passes a reload's event to Options.Observer, recovering its
-// panic: a broken metrics hook must not stop reloads.
-func (r *Registry) observe(ev middleware.Event) {
-	defer func() {
-		if v := recover(); v != nil {
-			r.log.Error("Observer panicked", "event", ev.Name, "panic", fmt.Sprint(v))
-		}
-	}()
-	r.opts.Observer.OnEvent(context.Background(), ev)
 }
