@@ -1,6 +1,7 @@
 package factory_test
 
 import (
+	"context"
 	"crypto/tls"
 	"net/http"
 	"os"
@@ -182,4 +183,25 @@ func TestTokenRotatedWhileAReloadReadsItIsApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, "the token rotated while a reload read it is sent", sawBearer(t, srv, c, "Bearer rotated-token"))
+}
+
+// A config that comes from a Source alone, with no file, names files too:
+// they are watched like the file's.
+func TestTokenFileNamedByASourceIsWatched(t *testing.T) {
+	srv := newAuthServer(t, nil)
+	token := filepath.Join(t.TempDir(), "token")
+	atomicfile.Write(t, token, "first-token\n")
+	src := &memSource{name: "mem", tree: map[string]any{"clients": map[string]any{"billing": map[string]any{
+		"retry": map[string]any{"max_retries": 0},
+		"auth":  map[string]any{"host": hostOf(srv.Server), "bearer_token_file": token},
+	}}}}
+	r, err := factory.Open(context.Background(), factory.Options{Sources: []config.Source{src}, Debounce: testDebounce, Logger: discard()})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { r.Close() })
+	c := r.Get("billing")
+	get(t, c, srv.URL)
+	atomicfile.Write(t, token, "second-token\n")
+	waitUntil(t, "the rotated token is sent", sawBearer(t, srv, c, "Bearer second-token"))
 }
