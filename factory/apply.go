@@ -294,8 +294,9 @@ func (r *Registry) swap(t *txn, g *generation, layered bool) {
 }
 
 // prepare is the plan phase with its inputs: it resolves the files every
-// client of cfg names (reading them: the watcher watches them already, see
-// attempt) and plans each client against what serves it (planAll). One
+// client of cfg names (reading them; on a reload of the layers the watcher
+// watches them already, see attempt) and plans each client against what
+// serves it (planAll). One
 // unreadable or invalid file rejects the whole reload, and every such
 // problem is reported at once. r.mu held.
 func (r *Registry) prepare(cfg config.Config) (*txn, error) {

@@ -307,8 +307,9 @@ type buildCtx struct {
 	hooks   Hooks
 }
 
-// parter is a part of any type: what build, groups and Close need.
-type parter interface {
+// anyPart is a part of any component type: what build, the groups and
+// Close need.
+type anyPart interface {
 	// take sets the component of p as ch says (see take), from old's or a
 	// new one built from b; it returns the retune to run after the commit.
 	take(ch Change, p, old *pipeline, b buildCtx) (func(), error)

@@ -168,7 +168,7 @@ type stateful struct {
 	// always a retune.
 	replace func(o, n clientInput, keys []string) string
 	// part builds, retunes and holds it.
-	part parter
+	part anyPart
 }
 
 // groupBlock returns config's description of the shareable block key.
