@@ -13,8 +13,9 @@ import (
 // bulkhead, rate_limit): when it is on, its group, and its settings. It is
 // the one description of these three facts, which validation (members of
 // a group must agree) and the factory's component table (what a reload
-// plans, builds and reports for a group) both read. The zero value
-// describes no block. Safe for concurrent use.
+// plans, builds and reports for a group) both read; GroupBlocks lists
+// them. The zero value describes no block: it is never on, names no group
+// and has nil settings. Safe for concurrent use.
 type GroupBlock struct {
 	// Key is the block's key path, such as "circuit_breaker".
 	Key string
@@ -29,14 +30,24 @@ type GroupBlock struct {
 
 // On reports whether c switches the block's component on; a client with
 // it off shares nothing, whatever group it names.
-func (b GroupBlock) On(c ClientConfig) bool { return b.on(c) }
+func (b GroupBlock) On(c ClientConfig) bool { return b.on != nil && b.on(c) }
 
 // Group returns the group c names in the block, on or off; "" is the
 // client's own component.
-func (b GroupBlock) Group(c ClientConfig) string { return b.group(c) }
+func (b GroupBlock) Group(c ClientConfig) string {
+	if b.group == nil {
+		return ""
+	}
+	return b.group(c)
+}
 
 // Settings returns the block of c, comparable with ==.
-func (b GroupBlock) Settings(c ClientConfig) any { return b.settings(c) }
+func (b GroupBlock) Settings(c ClientConfig) any {
+	if b.settings == nil {
+		return nil
+	}
+	return b.settings(c)
+}
 
 // Shares returns the group whose component c uses: Group(c) while the
 // component is on, "" otherwise.
