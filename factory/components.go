@@ -133,6 +133,21 @@ var components = []component{
 	{name: ComponentRoutes, keys: []string{"routes"}},
 }
 
+// Stateful reports whether the named component (one of the Component…
+// names) holds state that a reload keeps while the plan says Unchanged or
+// Retuned: the circuit breaker, the bulkhead, the retry budget, the rate
+// limit and the base transport (its warm connections). It is false for
+// the stateless layers and for a name that is no component. It reads the
+// component table and is safe for concurrent use.
+func Stateful(component string) bool {
+	for _, c := range components {
+		if c.name == component {
+			return c.state != nil
+		}
+	}
+	return false
+}
+
 // component is one row of the table.
 type component struct {
 	name string

@@ -52,3 +52,19 @@ func TestGroupBlocksAreComponents(t *testing.T) {
 		t.Errorf("shareable components %q, config's group blocks %q: want the same, in the same order", rows, blocks)
 	}
 }
+
+func TestStatefulNamesTheComponentsThatKeepState(t *testing.T) {
+	var got []string
+	for _, c := range components {
+		if Stateful(c.name) {
+			got = append(got, c.name)
+		}
+	}
+	want := []string{ComponentBreaker, ComponentBulkhead, ComponentBudget, ComponentRateLimit, ComponentTransport}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Stateful holds for %q, want %q", got, want)
+	}
+	if Stateful("no such component") {
+		t.Fatal("Stateful holds for a name that is no component")
+	}
+}
