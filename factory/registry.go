@@ -97,7 +97,7 @@ func Open(ctx context.Context, o Options) (*Registry, error) {
 	l := &config.Loader{File: o.File, Sources: sources.wrapped(), EnvPrefix: o.EnvPrefix, Flags: o.Flags, Environ: o.Environ}
 	r := newRegistry(o)
 	r.loader, r.sources = l, sources
-	// Everything is watched from before it is read: an edit made while Open
+	// Every file is watched from before it is read: an edit made while Open
 	// reads its inputs triggers a reload once the first generation serves.
 	if !o.NoWatch && (o.File != "" || hasWatchable(o.Sources)) {
 		if err := r.startWatching(); err != nil {
@@ -112,11 +112,14 @@ func Open(ctx context.Context, o Options) (*Registry, error) {
 	if err == nil {
 		err = r.first(cfg)
 	}
+	if err == nil {
+		sources.open(r.log)
+		err = r.watchSources()
+	}
 	if err != nil {
 		r.Close()
 		return nil, err
 	}
-	sources.open(r.log)
 	r.startReloader()
 	return r, nil
 }

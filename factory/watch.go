@@ -8,23 +8,22 @@ import (
 )
 
 // startWatching starts, before the first load reads anything, the watcher
-// of the config file, the debouncer of the Sources' notifications and the
-// watches of the Sources that have one, so that a change made while Open
-// reads its inputs is seen. Their callbacks only signal r.due, so a slow
-// reload never blocks a watcher and SetFiles is never called from inside
-// the watcher's own callback; the reloader, which acts on r.due, starts
-// with startReloader once the first generation serves. On error the caller
-// closes the registry, which stops whatever had started.
+// of the config file and the debouncer of the Sources' notifications, so
+// that an edit made while Open reads its inputs is seen. Their callbacks
+// only signal r.due, so a slow reload never blocks a watcher and SetFiles
+// is never called from inside the watcher's own callback; the reloader,
+// which acts on r.due, starts with startReloader once the first generation
+// serves. The Sources' own watches start after the first load
+// (watchSources): a Watchable may resume from what its Read saw (an etcd
+// revision), which a watch started before the read cannot. On error the
+// caller closes the registry, which stops whatever had started.
 func (r *Registry) startWatching() error {
 	due := make(chan struct{}, 1)
 	deb := reload.NewDebouncer(r.opts.Debounce, r.opts.MaxDebounce, func() { signal(due) })
 	r.mu.Lock()
 	r.due, r.srcDebounce = due, deb
 	r.mu.Unlock()
-	if err := r.watchFiles(nil); err != nil {
-		return err
-	}
-	return r.watchSources()
+	return r.watchFiles(nil)
 }
 
 // startReloader starts the goroutine that reloads when a reload is due,
@@ -103,9 +102,12 @@ func hasWatchable(srcs []config.Source) bool {
 	return false
 }
 
-// watchSources starts the watch of every Watchable Source; their
-// notifications go to the reloader, which debounces them.
+// watchSources starts the watch of every Watchable Source, if anything
+// watches; their notifications go to the reloader, which debounces them.
 func (r *Registry) watchSources() error {
+	if r.srcDebounce == nil {
+		return nil
+	}
 	for _, s := range r.opts.Sources {
 		ws, ok := s.(config.Watchable)
 		if !ok {
