@@ -34,9 +34,11 @@
 // Registry.Handler serves Status and each client's effective config, with
 // secrets redacted, as JSON for an ops endpoint.
 //
-// A reload is one transaction (apply.go reads in its order): load every
-// layer → validate → Plan (for each client and component: keep, retune,
-// replace, start, stop) → build aside only what the plan creates → commit
+// A reload is one transaction in three phases (plan.go, build.go and
+// apply.go, which reads in its order): load every layer → validate → Plan
+// (for each client and component: keep, retune, replace, start, stop, as
+// the component table of components.go says) → build aside only what the
+// plan creates → commit
 // with one atomic swap → retune the kept stateful components → retire the
 // replaced transports. Any error before the commit discards what was built
 // and leaves every serving component exactly as it was. A client whose
