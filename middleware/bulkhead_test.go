@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/switchboard-http/switchboard/internal/eventrec"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -59,24 +60,13 @@ func (f *bulkheadFake) stats() (cur, peak, calls int) {
 	return f.cur, f.peak, f.calls
 }
 
-// limEventLog collects the events given to its observer.
-type limEventLog struct {
-	mu     sync.Mutex
-	events []middleware.Event
-}
+// limEventLog collects the events given to its observer (internal/eventrec).
+type limEventLog struct{ eventrec.Recorder }
 
-func (l *limEventLog) all() []middleware.Event {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]middleware.Event(nil), l.events...)
-}
+func (l *limEventLog) all() []middleware.Event { return l.Events() }
 
 func (l *limEventLog) ev() *middleware.Events {
-	return &middleware.Events{Client: "test", Observer: middleware.ObserverFunc(func(_ context.Context, e middleware.Event) {
-		l.mu.Lock()
-		l.events = append(l.events, e)
-		l.mu.Unlock()
-	})}
+	return &middleware.Events{Client: "test", Observer: &l.Recorder}
 }
 
 // limResult is what a call started in the background ended with.
