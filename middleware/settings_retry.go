@@ -12,7 +12,7 @@ type Jitter string
 const (
 	JitterFull         Jitter = "full"         // uniform in [0, cap]
 	JitterEqual        Jitter = "equal"        // cap/2 + uniform in [0, cap/2]
-	JitterDecorrelated Jitter = "decorrelated" // uniform in [InitialBackoff, 3·previous delay], at most MaxBackoff
+	JitterDecorrelated Jitter = "decorrelated" // uniform in [InitialBackoff/Multiplier, min(cap, Multiplier·previous delay)]
 	JitterNone         Jitter = "none"         // exactly cap
 )
 
