@@ -139,3 +139,15 @@ func callerGone(ctx context.Context) bool {
 func waitRejected(ctx context.Context) bool {
 	return errors.Is(ctx.Err(), context.DeadlineExceeded)
 }
+
+// AttemptTimeoutFired reports whether ctx, the context of an attempt's
+// request below an AttemptTimeout layer, ended because that layer's
+// deadline fired (not the total timeout's, nor the caller's): the layer
+// then returns a *TimeoutError with PerAttempt set and emits
+// EventTimeoutExceeded with the attempt's number once the attempt
+// returns. Code's attempt middleware, which runs below AttemptTimeout,
+// reads it to tell the attempt's own deadline from the others before the
+// layer has wrapped the error. It is safe for concurrent use.
+func AttemptTimeoutFired(ctx context.Context) bool {
+	return ctx.Err() != nil && context.Cause(ctx) == errAttemptTimeoutCause
+}
