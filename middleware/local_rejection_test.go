@@ -195,7 +195,7 @@ func TestBulkheadWaitCutByDeadlineIsNotABreakerFailure(t *testing.T) {
 			start := time.Now()
 			_, err := rt.RoundTrip(newReq(t, context.Background(), http.MethodGet, ""))
 			if !errors.Is(err, middleware.ErrBulkheadFull) || !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("queued call %d: got %v, want an error matching ErrBulkheadFull and context.DeadlineExceeded", i+1, err)
+				t.Errorf("queued call %d: got %v, want an error matching ErrBulkheadFull and context.DeadlineExceeded", i+1, err)
 			}
 			if got := middleware.Classify(nil, nil, err); got != middleware.OutcomeRejected {
 				t.Errorf("queued call %d: Classify = %v, want rejected", i+1, got)
@@ -242,7 +242,7 @@ func TestBulkheadQueueingInAGroupLeavesTheSharedAdaptiveProbabilityAlone(t *test
 		defer held.Body.Close()
 		for i := range 3 {
 			if _, err := queued.RoundTrip(newReq(t, context.Background(), http.MethodGet, "")); !errors.Is(err, middleware.ErrBulkheadFull) {
-				t.Fatalf("queued call %d: got %v, want an error matching ErrBulkheadFull", i+1, err)
+				t.Errorf("queued call %d: got %v, want an error matching ErrBulkheadFull", i+1, err)
 			}
 		}
 		if p := br.Probabilities()[""]; p != 0 {

@@ -198,8 +198,12 @@ func (l *RateLimit) wait(lim *rate.Limiter, req *http.Request, ev *Events) error
 // context's error alone when a cancellation did (the caller is gone).
 func (l *RateLimit) cut(ctx context.Context, lim *rate.Limiter, d time.Duration) error {
 	if waitRejected(ctx) {
-		return fmt.Errorf("switchboard: %w: a deadline ended the wait of %v for a token (requests_per_second %g, burst %d): %w",
-			ErrRateLimited, d, float64(lim.Limit()), lim.Burst(), ctx.Err())
+		why := "the deadline had passed when the attempt came for a token"
+		if d > 0 {
+			why = fmt.Sprintf("a deadline ended the wait of %v for a token", d)
+		}
+		return fmt.Errorf("switchboard: %w: %s (requests_per_second %g, burst %d): %w",
+			ErrRateLimited, why, float64(lim.Limit()), lim.Burst(), ctx.Err())
 	}
 	return fmt.Errorf("switchboard: waiting for the rate limiter: %w", ctx.Err())
 }

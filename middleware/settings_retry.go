@@ -94,7 +94,9 @@ type RetrySettings struct {
 type BackoffSettings struct {
 	// InitialBackoff is the cap of the first delay; zero = the main one.
 	InitialBackoff time.Duration `koanf:"initial_backoff" json:"initial_backoff"`
-	// MaxBackoff caps every delay; zero = the main one.
+	// MaxBackoff caps every delay; zero = the main one. It does not judge
+	// a Retry-After: a 429's, as any other, is judged against the main
+	// MaxBackoff.
 	MaxBackoff time.Duration `koanf:"max_backoff" json:"max_backoff"`
 	// Multiplier is the growth factor of the cap; zero = the main one.
 	Multiplier float64 `koanf:"multiplier" json:"multiplier"`
