@@ -55,7 +55,8 @@ type HedgeOptions struct {
 // and its body, when it comes, closed. The winner's body is left intact and
 // readable to its end; its context is released when the body is closed or
 // read to EOF, and at once for an empty body (nil or http.NoBody, handed
-// on as is, so that a bulkhead above frees its slot at once too). A call sends at most 1+max(MaxHedges, MaxRetries) copies
+// on as is, so that a bulkhead above frees its slot at once too). A call
+// sends at most 1+max(MaxHedges, MaxRetries) copies
 // (Overrides.MaxRetries, when set, replaces that max: 0 sends one attempt);
 // when every copy answered retryably, the last answer is returned intact,
 // as retry returns its last one. A local rejection (OutcomeRejected of
@@ -238,7 +239,9 @@ func (c *hedgeCall) run(n int) {
 			rp.emitHedge(c.ctx, slog.LevelInfo, EventHedgeSent, c.req, n)
 		}
 		body, length, err := c.rb.body(c.req, n)
-		if err != nil { // GetBody failed: this copy cannot go, the others may; like a local rejection, it neither wins nor starts a copy
+		if err != nil {
+			// GetBody failed: this copy cannot go, the others may. Like a
+			// local rejection, it neither wins nor starts a copy.
 			n = c.answer(n, nil, err, OutcomeRejected)
 			continue
 		}

@@ -76,7 +76,8 @@ func (o Outcome) String() string {
 //  5. any other error: OutcomeFailure.
 //
 // It is a pure function of its arguments and the state of req's context,
-// allocates nothing, and is safe for concurrent use.
+// allocates nothing for an answer without an error, and is safe for
+// concurrent use.
 func Classify(req *http.Request, resp *http.Response, err error) Outcome {
 	switch {
 	case err == nil:
