@@ -54,11 +54,14 @@ type HedgeOptions struct {
 // other copy is cancelled (context.WithCancelCause, one context per copy)
 // and its body, when it comes, closed. The winner's body is left intact and
 // readable to its end; its context is released when the body is closed or
-// read to EOF. A call sends at most 1+max(MaxHedges, MaxRetries) copies
+// read to EOF, and at once for an empty body (nil or http.NoBody, handed
+// on as is, so that a bulkhead above frees its slot at once too). A call
+// sends at most 1+max(MaxHedges, MaxRetries) copies
 // (Overrides.MaxRetries, when set, replaces that max: 0 sends one attempt);
 // when every copy answered retryably, the last answer is returned intact,
-// as retry returns its last one. A refusal of this process (ErrBulkheadFull,
-// ErrRateLimited) does not win either and starts no copy.
+// as retry returns its last one. A local rejection (OutcomeRejected of
+// Classify: ErrBulkheadFull, ErrRateLimited, ErrCircuitOpen) does not win
+// either and starts no copy.
 //
 // Only calls that Retry would retry are hedged: the method must be eligible
 // and the body replayable (the same replay as Retry's: GetBody, or a body of
@@ -229,15 +232,17 @@ func (c *hedgeCall) run(n int) {
 		lost := c.decided // a winner was chosen while this copy was being readied
 		c.mu.Unlock()
 		if lost {
-			n = c.answer(n, nil, errHedgeLost, true)
+			n = c.answer(n, nil, errHedgeLost, OutcomeCallerGone)
 			continue
 		}
 		if n > 1 {
 			rp.emitHedge(c.ctx, slog.LevelInfo, EventHedgeSent, c.req, n)
 		}
 		body, length, err := c.rb.body(c.req, n)
-		if err != nil { // GetBody failed: this copy cannot go, the others may
-			n = c.answer(n, nil, err, true)
+		if err != nil {
+			// GetBody failed: this copy cannot go, the others may. Like a
+			// local rejection, it neither wins nor starts a copy.
+			n = c.answer(n, nil, err, OutcomeRejected)
 			continue
 		}
 		if n > 1 {
@@ -263,14 +268,15 @@ func (c *hedgeCall) run(n int) {
 		if err == nil {
 			c.rt.p.lat.Observe(time.Since(start))
 		}
-		n = c.answer(n, resp, err, c.ctx.Err() == nil && localBackPressure(err))
+		n = c.answer(n, resp, err, Classify(c.req, resp, err))
 	}
 }
 
-// answer takes the outcome of copy n (local: a refusal of this process,
-// which neither wins nor starts a copy) and returns the number of the copy
-// the calling goroutine is to send next, or 0.
-func (c *hedgeCall) answer(n int, resp *http.Response, err error, local bool) int {
+// answer takes the outcome of copy n, out being Classify's verdict on it,
+// and returns the number of the copy the calling goroutine is to send
+// next, or 0. A local rejection (OutcomeRejected) while the caller waits
+// neither wins nor starts a copy.
+func (c *hedgeCall) answer(n int, resp *http.Response, err error, out Outcome) int {
 	rp := c.rt.p.retry
 	c.mu.Lock()
 	c.inflight--
@@ -290,11 +296,11 @@ func (c *hedgeCall) answer(n int, resp *http.Response, err error, local bool) in
 		c.resp, c.err, c.kept = resp, err, n
 	}
 	switch {
-	case local:
+	case out == OutcomeRejected && c.ctx.Err() == nil:
 		if c.kept == 0 {
 			keep() // the outcome of last resort
 		}
-	case c.ctx.Err() != nil || !rp.retryable(c.req, resp, err):
+	case c.ctx.Err() != nil || !rp.retryable(c.req, resp, err, out):
 		keep()
 		c.finishLocked(n, true) // the winner
 		drain(stale)
@@ -348,10 +354,13 @@ func (c *hedgeCall) finishLocked(winner int, won bool) {
 		}
 	}
 	if c.kept > 0 {
-		// The outcome's context lives as long as its body is read.
+		// The outcome's context lives as long as its body is read; an
+		// empty body (http.NoBody) ends it now and is handed on as is, so
+		// that the bulkhead above frees its slot at once, as for a call
+		// that is not hedged.
 		kc := c.cancels[c.kept-1]
-		if c.resp != nil && c.resp.Body != nil {
-			c.resp.Body = OnBodyEnd(c.resp.Body, func() { kc(nil) })
+		if c.resp != nil {
+			endAfterBody(c.resp, func() { kc(nil) })
 		} else {
 			others = append(others, kc)
 		}

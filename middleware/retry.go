@@ -75,8 +75,9 @@ type RetryOptions struct {
 //     is sent once, intact (the buffered prefix, then the rest), and never
 //     retried;
 //  3. the caller's context is still alive (its cancellation or deadline is
-//     never retried), and the error is not a local rejection,
-//     ErrBulkheadFull or ErrRateLimited (back-pressure from this process,
+//     never retried), and the outcome is not a local rejection
+//     (OutcomeRejected of Classify: ErrBulkheadFull, ErrRateLimited or
+//     ErrCircuitOpen from a layer below, back-pressure from this process,
 //     not a backend failure; see the package doc's table);
 //  4. RetryOptions.ShouldRetry, if set, which replaces 5 and 6;
 //  5. method eligible: RetryAllMethods, else the method is in
@@ -84,9 +85,11 @@ type RetryOptions struct {
 //     does; nil means the idempotent set GET HEAD OPTIONS PUT DELETE, an
 //     empty list no method);
 //  6. outcome retryable: a status in RetryableStatus, or a transport error
-//     that is not permanent (see IsPermanent);
-//  7. the wait is allowed: a Retry-After longer than MaxBackoff, or a wait
-//     that would end at or after the context's deadline, is not waited for;
+//     that is not permanent (OutcomeFailure, not OutcomePermanent);
+//  7. the wait is allowed: a Retry-After longer than MaxBackoff (the main
+//     schedule's, after a 429 too: RateLimited only schedules a 429
+//     without a valid Retry-After), or a wait that would end at or after
+//     the context's deadline, is not waited for;
 //  8. the budget has a token; if not, EventRetryBudgetExhausted is emitted.
 //
 // The delay before retry n is RetrySettings.Delay (of ForRateLimited after
@@ -100,8 +103,8 @@ type RetryOptions struct {
 // attempt's context and body, so the layers below may change it (headers,
 // path values, anything) and the caller's request is never changed.
 // A response that will be retried is drained (up to 64 KiB, kept in
-// memory) and closed before the wait; when local back-pressure refuses the
-// retry (ErrRateLimited, ErrBulkheadFull from a layer below), that
+// memory) and closed before the wait; when a local rejection refuses the
+// retry (ErrRateLimited, ErrBulkheadFull, ErrCircuitOpen from below), that
 // response is returned with its kept body instead of the refusal, so the
 // caller and the breaker see what the backend said. The last response is
 // returned intact: running out of
@@ -198,8 +201,9 @@ func (p *retryPolicy) statusOK(code int) bool {
 	return code >= 0 && code < len(p.status)*64 && p.status[code/64]&(1<<(code%64)) != 0
 }
 
-// retryable applies gates 4 to 6 to an outcome.
-func (p *retryPolicy) retryable(req *http.Request, resp *http.Response, err error) bool {
+// retryable applies gates 4 to 6 to an outcome, out being Classify's
+// verdict on it.
+func (p *retryPolicy) retryable(req *http.Request, resp *http.Response, err error, out Outcome) bool {
 	if p.shouldRetry != nil {
 		return p.shouldRetry(req, resp, err)
 	}
@@ -207,7 +211,7 @@ func (p *retryPolicy) retryable(req *http.Request, resp *http.Response, err erro
 		return false
 	}
 	if err != nil {
-		return !IsPermanent(err)
+		return out == OutcomeFailure // not permanent, rejected nor abandoned
 	}
 	return p.statusOK(resp.StatusCode)
 }
@@ -242,10 +246,10 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		timer *time.Timer // made at the first wait only: the success path has none
 		prev  = p.s.InitialBackoff
 		// last is the previous attempt's outcome, its body held in memory:
-		// when local back-pressure (a rate-limit wait that cannot end in
-		// time, a full bulkhead) refuses the retry, the caller and the
-		// breaker get the backend's answer, not the refusal, which would
-		// hide a failing backend from both.
+		// when a local rejection (a rate-limit wait that cannot end in
+		// time, a full bulkhead, a breaker below) refuses the retry, the
+		// caller and the breaker get the backend's answer, not the refusal,
+		// which would hide a failing backend from both.
 		last *lastResort
 	)
 	for n := 1; ; n++ {
@@ -263,12 +267,6 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		if resp == nil && err == nil {
 			err = errNoResponse
 		}
-		if last != nil {
-			if resp == nil && localBackPressure(err) {
-				return last.resp, last.err
-			}
-			last = nil
-		}
 		if err != nil && resp != nil { // a broken contract: keep the error, free the response
 			if resp.Body != nil {
 				resp.Body.Close()
@@ -278,19 +276,28 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err == nil && p.shouldRetry == nil && !p.statusOK(resp.StatusCode) {
 			return resp, nil // gate 6 first: the common success needs no other
 		}
+		out := Classify(req, resp, err)
+		if last != nil {
+			if out == OutcomeRejected && ctx.Err() == nil {
+				return last.resp, last.err
+			}
+			last = nil
+		}
 		if n > maxRetries { // gate 1
-			if ctx.Err() == nil && !localBackPressure(err) && p.retryable(req, resp, err) {
+			if ctx.Err() == nil && out != OutcomeRejected && p.retryable(req, resp, err, out) {
 				p.emit(ctx, slog.LevelWarn, EventRetryExhausted, req, n, 0, resp, err)
 			}
 			return resp, err
 		}
-		if !rb.replayable() || ctx.Err() != nil || localBackPressure(err) || !p.retryable(req, resp, err) { // gates 2 to 6
+		if !rb.replayable() || ctx.Err() != nil || out == OutcomeRejected || !p.retryable(req, resp, err, out) { // gates 2 to 6
 			return resp, err
 		}
 		now := time.Now()
 		var delay time.Duration
 		if ra, ok := retryAfter(resp, now); ok {
-			if limit := p.maxBackoffFor(resp); limit > 0 && ra > limit {
+			// A Retry-After, on a 429 as on any status, is judged against the
+			// main max_backoff; rate_limited schedules only a 429 without one.
+			if p.s.MaxBackoff > 0 && ra > p.s.MaxBackoff {
 				return resp, err // gate 7: the server asks for more than we wait
 			}
 			delay = ra
@@ -331,16 +338,6 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, fmt.Errorf("switchboard: retry wait interrupted: %w", ctx.Err())
 		}
 	}
-}
-
-// maxBackoffFor returns the longest wait retry accepts after resp: the
-// rate-limited schedule's max_backoff after a 429, the main one's
-// otherwise. A Retry-After above it is not waited for.
-func (p *retryPolicy) maxBackoffFor(resp *http.Response) time.Duration {
-	if resp != nil && resp.StatusCode == http.StatusTooManyRequests {
-		return p.rl.MaxBackoff
-	}
-	return p.s.MaxBackoff
 }
 
 // delay returns the scheduled wait before retry n (1-based) after the
@@ -390,12 +387,6 @@ func AttemptFrom(ctx context.Context) int {
 		}
 	}
 	return 1
-}
-
-// localBackPressure reports whether err is a refusal of a bulkhead or a
-// rate limit, which Retry never retries (gate 3).
-func localBackPressure(err error) bool {
-	return err != nil && (errors.Is(err, ErrBulkheadFull) || errors.Is(err, ErrRateLimited))
 }
 
 // emit sends a retry event about the outcome (resp or err) of attempt n.
