@@ -68,7 +68,7 @@ func BenchmarkChain(b *testing.B) {
 			middleware.Timeout(0, middleware.TimeoutOptions{Events: ev}),
 			middleware.NewBreaker(breaker, middleware.BreakerOptions{Events: ev}).Middleware(),
 			middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1 << 20}, middleware.BulkheadOptions{Events: ev}).Middleware(),
-			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget, middleware.BudgetOptions{}), Events: ev}),
+			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget, middleware.BudgetOptions{}), Events: ev, ReadOnlyBelow: true}),
 			middleware.AttemptTimeout(0, middleware.TimeoutOptions{Events: ev}),
 			middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e9, Burst: 1 << 20}, middleware.RateLimitOptions{Events: ev}).Middleware(),
 			middleware.Headers(nil, middleware.HeadersOptions{}),
@@ -79,7 +79,7 @@ func BenchmarkChain(b *testing.B) {
 	b.Run("defaults", func(b *testing.B) {
 		chain := middleware.Chain(
 			middleware.Timeout(30*time.Second, middleware.TimeoutOptions{Events: ev}),
-			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget, middleware.BudgetOptions{}), Events: ev}),
+			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget, middleware.BudgetOptions{}), Events: ev, ReadOnlyBelow: true}),
 			middleware.AttemptTimeout(0, middleware.TimeoutOptions{Events: ev}),
 			middleware.Headers(nil, middleware.HeadersOptions{}),
 			middleware.Logging(middleware.LoggingSettings{Level: middleware.LogDebug}, middleware.LoggingOptions{Events: ev}),
@@ -105,7 +105,7 @@ func BenchmarkLayersAdded(b *testing.B) {
 		{"headers", middleware.Headers(nil, middleware.HeadersOptions{})},
 		{"ratelimit", middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e9, Burst: 1 << 20}, middleware.RateLimitOptions{Events: ev}).Middleware()},
 		{"attempt-timeout", middleware.AttemptTimeout(0, middleware.TimeoutOptions{Events: ev})},
-		{"retry", middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget, middleware.BudgetOptions{}), Events: ev})},
+		{"retry", middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget, middleware.BudgetOptions{}), Events: ev, ReadOnlyBelow: true})},
 		{"bulkhead", middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1 << 20}, middleware.BulkheadOptions{Events: ev}).Middleware()},
 		{"breaker", middleware.NewBreaker(breaker, middleware.BreakerOptions{Events: ev}).Middleware()},
 		{"timeout-off", middleware.Timeout(0, middleware.TimeoutOptions{Events: ev})},
