@@ -98,7 +98,7 @@ type RetryOptions struct {
 // The delay before retry n is RetrySettings.Delay (of ForRateLimited after
 // a 429), or RetryOptions.Backoff when set, unless the response carries a
 // valid Retry-After, which replaces it. With AttemptHeader set, every
-// attempt carries its number in that header, on its own clone. Waits use one timer per
+// attempt carries its number in that header, on its own copy. Waits use one timer per
 // call and end at once when the context is done; the call then returns the
 // context's error, wrapped.
 //
@@ -110,7 +110,8 @@ type RetryOptions struct {
 // nothing differs (the first attempt, its own body, no AttemptHeader), a
 // shallow copy (Request.WithContext) when only the context or the body
 // differs (a retry, a buffered body), and a shallow copy with its own
-// Header when the AttemptHeader is set.
+// Header when the AttemptHeader is set (see RetryOptions.ReadOnlyBelow).
+//
 // A response that will be retried is drained (up to 64 KiB, kept in
 // memory) and closed before the wait; when local back-pressure refuses the
 // retry (ErrRateLimited, ErrBulkheadFull from a layer below), that
