@@ -127,29 +127,6 @@ func TestRetryWithoutReadOnlyBelowClonesEveryAttempt(t *testing.T) {
 	})
 }
 
-// TestRetryReadOnlyBelowAllocatesNothingOnSuccess: a GET that succeeds at
-// once costs Retry no allocation with ReadOnlyBelow (it was the three of
-// a Request.Clone).
-func TestRetryReadOnlyBelowAllocatesNothingOnSuccess(t *testing.T) {
-	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/v1/items", nil)
-	allocs := func(rt http.RoundTripper) float64 {
-		return testing.AllocsPerRun(200, func() {
-			resp, err := rt.RoundTrip(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-		})
-	}
-	bare := allocs(prebuilt())
-	retry := middleware.DefaultRetrySettings()
-	budget := middleware.NewBudget(retry.Budget, middleware.BudgetOptions{})
-	got := allocs(middleware.Retry(retry, middleware.RetryOptions{Budget: budget, ReadOnlyBelow: true})(prebuilt()))
-	if got != bare {
-		t.Errorf("retry with ReadOnlyBelow: %v allocs per call, bare %v: want none added", got, bare)
-	}
-}
-
 // TestHedgeReadOnlyBelowGivesEveryCopyItsOwnRequest: hedged copies run
 // concurrently, each with its own context, so each is its own request
 // even when nothing below writes; with an attempt header each has its own
