@@ -149,13 +149,17 @@ func (r *Registry) chain(p *pipeline, s config.RouteConfig, ev *middleware.Event
 	if p.bulkhead != nil {
 		layers = append(layers, p.bulkhead.MiddlewareFor(r.events(name, p.groups[1])))
 	}
+	// Every layer below retry copies a request before it writes to it, but
+	// code's attempt middleware may change theirs in place (Hooks.Attempt
+	// promises each attempt its own clone).
+	readOnly := len(h.Attempt) == 0
 	if s.Hedge.Enabled {
 		layers = append(layers, middleware.Hedge(s.Hedge, s.Retry, middleware.HedgeOptions{
-			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Latencies: p.latencies,
+			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Latencies: p.latencies, ReadOnlyBelow: readOnly,
 		}))
 	} else {
 		layers = append(layers, middleware.Retry(s.Retry, middleware.RetryOptions{
-			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Backoff: h.Backoff,
+			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Backoff: h.Backoff, ReadOnlyBelow: readOnly,
 		}))
 	}
 	layers = append(layers, middleware.AttemptTimeout(s.Retry.AttemptTimeout, tmo))

@@ -36,6 +36,11 @@ type HedgeOptions struct {
 	// answered attempt and gives the percentile of DelayPercentile; nil
 	// means the fixed Delay.
 	Latencies *Latencies
+	// ReadOnlyBelow says that no layer below changes the request it is
+	// given, as RetryOptions.ReadOnlyBelow: each copy is then a shallow
+	// copy of the caller's request with the copy's own context, not a
+	// Request.Clone.
+	ReadOnlyBelow bool
 }
 
 // Hedge returns the middleware that sends hedged requests, in place of
@@ -68,14 +73,15 @@ type HedgeOptions struct {
 // at most MaxBufferedBody bytes); other calls are sent once. Every extra
 // copy takes a token from the budget; with none left no copy goes out. The
 // caller's context bounds every copy, so the call's total timeout bounds
-// the whole. Every copy is its own req.Clone with its own context, marked
-// with its attempt number (AttemptFrom). No goroutine outlives its copy: a
-// loser's ends when its cancelled RoundTrip returns. The layer reads status
-// codes, as Retry does. It is safe for concurrent use; s, r and o are
+// the whole. Every copy is its own request with its own context, marked
+// with its attempt number (AttemptFrom): a Request.Clone, or with
+// ReadOnlyBelow a shallow copy, as Retry makes them. No goroutine outlives
+// its copy: a loser's ends when its cancelled RoundTrip returns. The layer
+// reads status codes, as Retry does. It is safe for concurrent use; s, r and o are
 // copied.
 func Hedge(s HedgeSettings, r RetrySettings, o HedgeOptions) Middleware {
 	p := &hedgePolicy{
-		retry: newRetryPolicy(r, RetryOptions{ShouldRetry: o.ShouldRetry, Budget: o.Budget, Events: o.Events}),
+		retry: newRetryPolicy(r, RetryOptions{ShouldRetry: o.ShouldRetry, Budget: o.Budget, Events: o.Events, ReadOnlyBelow: o.ReadOnlyBelow}),
 		delay: max(s.Delay, 0),
 		pct:   s.DelayPercentile,
 		lat:   o.Latencies,
@@ -134,10 +140,7 @@ func (rt *hedgeRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if !c.rb.replayable() {
-		areq := req.Clone(ctx)
-		areq.Body = c.rb.once
-		rp.markAttempt(areq, 1)
-		return rt.next.RoundTrip(areq)
+		return rt.next.RoundTrip(rp.attemptRequest(req, nil, &c.rb, c.rb.once, req.ContentLength, 1))
 	}
 	c.delay = p.hedgeDelay()
 	c.cancels = make([]context.CancelCauseFunc, 0, min(c.total, 8))
@@ -149,11 +152,9 @@ func (rt *hedgeRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	return c.resp, c.err
 }
 
-// once sends req as a single attempt on its own clone.
+// once sends req as a single attempt, as Retry sends its first.
 func (rt *hedgeRT) once(req *http.Request) (*http.Response, error) {
-	areq := req.Clone(req.Context())
-	rt.p.retry.markAttempt(areq, 1)
-	return rt.next.RoundTrip(areq)
+	return rt.next.RoundTrip(rt.p.retry.attemptRequest(req, nil, nil, nil, 0, 1))
 }
 
 // hedgeCall is the state of one hedged logical call, shared by the
@@ -248,14 +249,8 @@ func (c *hedgeCall) run(n int) {
 		if n > 1 {
 			actx = context.WithValue(actx, attemptKey{}, n)
 		}
-		areq := c.req.Clone(actx)
-		areq.Body, areq.ContentLength = body, length
-		if c.rb.kind == replayBuffered {
-			areq.GetBody = c.rb.buf.getBody
-		}
-		rp.markAttempt(areq, n)
 		start := time.Now()
-		resp, err := c.rt.next.RoundTrip(areq)
+		resp, err := c.rt.next.RoundTrip(rp.attemptRequest(c.req, actx, &c.rb, body, length, n)) // its own copy: copies run concurrently
 		if resp == nil && err == nil {
 			err = errNoResponse
 		}

@@ -12,7 +12,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -62,6 +61,13 @@ type RetryOptions struct {
 	// rules over it, and the deadline and budget gates still apply. A
 	// negative result counts as 0. It must be safe for concurrent use.
 	Backoff func(attempt int, resp *http.Response, err error) time.Duration
+	// ReadOnlyBelow says that no layer below Retry changes the request it
+	// is given: each keeps the RoundTripper contract and copies a request
+	// before it writes to it (the package's own layers do). Retry then
+	// copies the caller's request only where it changes something itself
+	// (see Retry). False, the zero value, gives every attempt its own
+	// Request.Clone, which the layers below may change in place.
+	ReadOnlyBelow bool
 }
 
 // Retry returns the middleware that retries failed attempts of a logical
@@ -95,13 +101,20 @@ type RetryOptions struct {
 // The delay before retry n is RetrySettings.Delay (of ForRateLimited after
 // a 429), or RetryOptions.Backoff when set, unless the response carries a
 // valid Retry-After, which replaces it. With AttemptHeader set, every
-// attempt carries its number in that header, on its own clone. Waits use one timer per
+// attempt carries its number in that header, on its own copy. Waits use one timer per
 // call and end at once when the context is done; the call then returns the
 // context's error, wrapped.
 //
-// Each attempt is sent as its own *http.Request, req.Clone with the
-// attempt's context and body, so the layers below may change it (headers,
-// path values, anything) and the caller's request is never changed.
+// The caller's request is never changed. Each attempt is sent as its own
+// Request.Clone with the attempt's context and body, so that the layers
+// below may change it (headers, path values, anything), unless
+// RetryOptions.ReadOnlyBelow says they do not; then an attempt is sent as
+// net/http's own client sends a request: the caller's request itself when
+// nothing differs (the first attempt, its own body, no AttemptHeader), a
+// shallow copy (Request.WithContext) when only the context or the body
+// differs (a retry, a buffered body), and a shallow copy with its own
+// Header when the AttemptHeader is set (see RetryOptions.ReadOnlyBelow).
+//
 // A response that will be retried is drained (up to 64 KiB, kept in
 // memory) and closed before the wait; when a local rejection refuses the
 // retry (ErrRateLimited, ErrBulkheadFull, ErrCircuitOpen from below), that
@@ -113,8 +126,9 @@ type RetryOptions struct {
 // RoundTripper contract requires.
 //
 // With MaxRetries 0 (and no override) the layer only deposits into the
-// budget and passes on a clone of the request. The retry layer reads status codes, which a plain
-// RoundTripper does not; that is its job. It is safe for concurrent use; s
+// budget and sends the request as its one attempt, as above. The retry
+// layer reads status codes, which a plain RoundTripper does not; that is
+// its job. It is safe for concurrent use; s
 // and o are copied.
 func Retry(s RetrySettings, o RetryOptions) Middleware {
 	p := newRetryPolicy(s, o)
@@ -137,6 +151,7 @@ type retryPolicy struct {
 	budget      *Budget
 	ev          *Events
 	rand        func() float64
+	readOnly    bool // RetryOptions.ReadOnlyBelow
 }
 
 func newRetryPolicy(s RetrySettings, o RetryOptions) *retryPolicy {
@@ -148,6 +163,7 @@ func newRetryPolicy(s RetrySettings, o RetryOptions) *retryPolicy {
 		ev:          o.Events,
 		rand:        o.Rand,
 		backoff:     o.Backoff,
+		readOnly:    o.ReadOnlyBelow,
 	}
 	if s.AttemptHeader != "" {
 		p.header = http.CanonicalHeaderKey(s.AttemptHeader)
@@ -228,9 +244,7 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	maxRetries := maxRetriesFor(ctx, p.s.MaxRetries)
 	if maxRetries == 0 {
-		areq := req.Clone(ctx) // the layers below may change their request
-		p.markAttempt(areq, 1)
-		return rt.next.RoundTrip(areq)
+		return rt.next.RoundTrip(p.attemptRequest(req, nil, nil, nil, 0, 1))
 	}
 	// The body plan stays on this frame; only a body that must be buffered
 	// allocates (the buffer). A call whose method can never be retried does
@@ -253,17 +267,12 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		last *lastResort
 	)
 	for n := 1; ; n++ {
-		actx := ctx
+		// nil: the caller's context.
+		var actx context.Context
 		if n > 1 { // the first attempt needs no mark: AttemptFrom reads 1 without one
 			actx = context.WithValue(ctx, attemptKey{}, n)
 		}
-		areq := req.Clone(actx)
-		areq.Body, areq.ContentLength = body, length
-		if rb.kind == replayBuffered {
-			areq.GetBody = rb.buf.getBody
-		}
-		p.markAttempt(areq, n)
-		resp, err = rt.next.RoundTrip(areq)
+		resp, err = rt.next.RoundTrip(p.attemptRequest(req, actx, &rb, body, length, n))
 		if resp == nil && err == nil {
 			err = errNoResponse
 		}
@@ -356,18 +365,6 @@ func (p *retryPolicy) delay(n int, prev time.Duration, resp *http.Response, err 
 		r = p.rand()
 	}
 	return s.Delay(n, prev, r)
-}
-
-// markAttempt sets the attempt header, if configured, on areq, an
-// attempt's own clone (whose Header map Clone copied).
-func (p *retryPolicy) markAttempt(areq *http.Request, n int) {
-	if p.header == "" {
-		return
-	}
-	if areq.Header == nil {
-		areq.Header = make(http.Header, 1)
-	}
-	areq.Header[p.header] = []string{strconv.Itoa(n)}
 }
 
 // attemptKey is the context key under which Retry marks the attempt number
