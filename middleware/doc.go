@@ -32,9 +32,15 @@
 // Every layer keeps the http.RoundTripper contract: it never changes the
 // request it is given (a layer that must change one works on a copy), it
 // closes the request body, it returns a response or an error, never both
-// nil, and it is safe for concurrent use. Retry gives every attempt its
-// own Request.Clone, so the layers and hooks below it may change their
-// request without the caller's ever changing. The retry and breaker
+// nil, and it is safe for concurrent use. The caller's request is never
+// changed, and it is copied only where something changes it: with
+// RetryOptions.ReadOnlyBelow (HedgeOptions.ReadOnlyBelow), which the
+// factory sets for every client without attempt middleware, a first
+// attempt that changes nothing is the caller's request itself, a retry, a
+// hedged copy or a replayed body is a Request.WithContext copy, and an
+// attempt header goes on a copy with its own Header. Without it every
+// attempt is its own Request.Clone, so middleware below retry may change
+// its request without the caller's ever changing. The retry and breaker
 // layers read status codes, which a plain RoundTripper is not meant to do;
 // that is their job.
 //

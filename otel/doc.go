@@ -90,8 +90,9 @@
 //
 // Each attempt's request carries the trace context of its span, injected
 // by the propagator (traceparent with propagation.TraceContext). The
-// attempt layer sits inside Retry, which gives every attempt its own
-// Request.Clone: the caller's request never changes.
+// attempt layer is attempt middleware, and the factory gives every attempt
+// of a client with attempt middleware its own Request.Clone: the caller's
+// request never changes.
 //
 // Each resilience event becomes a span event, named after the event, on
 // the span of the event's context: the attempt's for events of the layers

@@ -85,9 +85,9 @@ type attemptRT struct {
 	next   http.RoundTripper
 }
 
-// RoundTrip runs one attempt in a child span of the call's. Retry gives
-// every attempt its own clone of the caller's request, so the headers
-// this layer sets are the attempt's alone; it still sends next a shallow
+// RoundTrip runs one attempt in a child span of the call's. The factory
+// clones every attempt of a client with attempt middleware, which this
+// layer is, so the headers this layer sets are the attempt's alone; it still sends next a shallow
 // copy with the span's context.
 func (a *attemptRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	t, client := a.t, a.client
