@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/factory"
+	"github.com/switchboard-http/switchboard/internal/logcapture"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -52,4 +55,52 @@ func TestClientTimeoutBoundsItsRedirects(t *testing.T) {
 			t.Fatalf("got %v after %v, want the client's timeout after 1s", err, elapsed)
 		}
 	})
+}
+
+// TestHeadersCredentialsStayOnTheCallsOrigin: a client's `headers:` that
+// carry credentials (Authorization, Cookie, X-Api-Key) reach the call's
+// first host and not the host a redirect sends the call to, which gets the
+// other headers; one WARN names both hosts. They used to be added on every
+// hop, to any host.
+func TestHeadersCredentialsStayOnTheCallsOrigin(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]http.Header{}
+	base := middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		mu.Lock()
+		got[req.URL.Host] = req.Header.Clone()
+		mu.Unlock()
+		resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: req}
+		if req.URL.Host == "billing.test" {
+			resp.StatusCode = http.StatusFound
+			resp.Header.Set("Location", "https://cdn.test/receipt")
+		}
+		return resp, nil
+	})
+	logger, logs := logcapture.New()
+	r, _ := openFile(t, `
+clients:
+  billing:
+    headers: {Authorization: "Bearer authz-zzz", Cookie: "sid=ck-zzz", X-Api-Key: key-zzz, User-Agent: billing/1}
+`, factory.Options{Base: base, Logger: logger, NoWatch: true})
+	resp, err := r.Get("billing").Get("https://billing.test/v1/charges/7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	first, hop := got["billing.test"], got["cdn.test"]
+	if first.Get("Authorization") != "Bearer authz-zzz" || first.Get("Cookie") != "sid=ck-zzz" || first.Get("X-Api-Key") != "key-zzz" {
+		t.Errorf("the first request got %v, want every credential header", first)
+	}
+	if hop.Get("Authorization") != "" || hop.Get("Cookie") != "" || hop.Get("X-Api-Key") != "" || hop.Get("User-Agent") != "billing/1" {
+		t.Errorf("the redirect to another host got %v, want User-Agent and no credential", hop)
+	}
+	recs := logs.Records(t, "credential headers withheld: redirect left the origin of the call's first request")
+	if len(recs) != 1 || recs[0]["first_host"] != "https://billing.test" || recs[0]["host"] != "https://cdn.test" {
+		t.Errorf("got WARNs %v, want one naming both hosts", recs)
+	}
+	if strings.Contains(logs.String(), "zzz") {
+		t.Errorf("the log holds a credential:\n%s", logs)
+	}
 }
