@@ -12,9 +12,9 @@ import (
 	"sync/atomic"
 )
 
-// MaxAuthWarnedHosts bounds how many distinct hosts (or, for Headers, pairs
-// of hosts) one Auth or Headers layer remembers having warned about, so that a client sent to ever new hosts
-// cannot grow its memory without end. Once the set is full, one last WARN
+// MaxAuthWarnedHosts bounds how many distinct hosts (for Headers, pairs of
+// hosts) one Auth or Headers layer remembers having warned about, so that
+// a client sent to ever new hosts cannot grow its memory without end. Once the set is full, one last WARN
 // says so and further hosts get no WARN of their own.
 const MaxAuthWarnedHosts = 1024
 

@@ -141,14 +141,18 @@ func (t *deadlineRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	parent := req.Context()
 	d := durationFor(parent, t.d, t.kind)
 	if d <= 0 {
+		var start time.Time // a later hop under a timeout counts from here
+		if t.kind == deadlineCall {
+			start = t.startOf(req)
+		}
 		resp, err := t.next.RoundTrip(req)
-		return t.markRedirect(resp, err, req, time.Time{})
+		return t.markRedirect(resp, err, start)
 	}
 	start := t.startOf(req)
 	if pd, ok := parent.Deadline(); ok && !pd.After(start.Add(d)) {
 		// The caller's deadline comes first: nothing to add.
 		resp, err := t.next.RoundTrip(req)
-		return t.markRedirect(resp, err, req, start)
+		return t.markRedirect(resp, err, start)
 	}
 	ctx, cancel := context.WithDeadlineCause(parent, start.Add(d), t.cause)
 	// The request copy and the body wrapper share one allocation.
@@ -174,7 +178,7 @@ func (t *deadlineRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		cancel()
 		return nil, errNoResponse
 	}
-	resp, _ = t.markRedirect(resp, nil, req, start)
+	resp, _ = t.markRedirect(resp, nil, start)
 	if resp.Body == nil || resp.Body == http.NoBody {
 		cancel() // nothing left to read under the deadline
 		return resp, nil
@@ -222,18 +226,15 @@ func (t *deadlineRT) startOf(req *http.Request) time.Time {
 	return time.Now()
 }
 
-// markRedirect passes a RoundTrip's result on, having left start (when
-// zero, startOf(req)) on the Request of a redirect response, for the next
-// hop's startOf: a shallow copy of that Request whose context carries
-// start. Only the call's Timeout marks, only redirects cost the copy, and
-// a response without its Request (which no http.Transport returns) is left
-// as is: its next hop starts a deadline of its own.
-func (t *deadlineRT) markRedirect(resp *http.Response, err error, req *http.Request, start time.Time) (*http.Response, error) {
+// markRedirect passes a RoundTrip's result on, having left start on the
+// Request of a redirect response, for the next hop's startOf: a shallow
+// copy of that Request whose context carries start. Only the call's
+// Timeout marks, only redirects cost the copy, and a response without its
+// Request (which no http.Transport returns) is left as is: its next hop
+// starts a deadline of its own.
+func (t *deadlineRT) markRedirect(resp *http.Response, err error, start time.Time) (*http.Response, error) {
 	if t.kind != deadlineCall || err != nil || resp == nil || resp.Request == nil || !redirectStatus(resp.StatusCode) {
 		return resp, err
-	}
-	if start.IsZero() {
-		start = t.startOf(req)
 	}
 	resp.Request = resp.Request.WithContext(context.WithValue(resp.Request.Context(), callStartKey{}, start))
 	return resp, nil

@@ -74,12 +74,14 @@ func TestTimeoutIsNotRestartedOnEveryRedirectHop(t *testing.T) {
 			rt: routedTimeouts},
 		{name: "a route of 5s after a hop on a route of 1s", path: "/a1", wantTime: 1200 * time.Millisecond,
 			rt: routedTimeouts},
+		{name: "a route of 1s after a hop on a route without a timeout", path: "/n0", wantErr: true, wantTime: time.Second,
+			rt: routedTimeouts},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				delay := 600 * time.Millisecond
-				next := map[string]string{"/a": "/b", "/b5": "/a1x", "/a1": "/b5x"}
+				next := map[string]string{"/a": "/b", "/b5": "/a1x", "/a1": "/b5x", "/n0": "/a1x"}
 				if tt.path == "/x" {
 					delay, next = 400*time.Millisecond, map[string]string{"/x": "/y", "/y": "/z"}
 				}
@@ -104,13 +106,15 @@ func TestTimeoutIsNotRestartedOnEveryRedirectHop(t *testing.T) {
 	}
 }
 
-// routedTimeouts routes /a1… to a 1s timeout and /b5… to a 5s one.
+// routedTimeouts routes /a1… to a 1s timeout, /b5… to a 5s one and /n0 to
+// none.
 func routedTimeouts(next http.RoundTripper) http.RoundTripper {
-	routes, err := middleware.NewRoutes("/a1", "/a1x", "/b5", "/b5x")
+	routes, err := middleware.NewRoutes("/a1", "/a1x", "/b5", "/b5x", "/n0")
 	if err != nil {
 		panic(err)
 	}
 	one := middleware.Timeout(time.Second, middleware.TimeoutOptions{})(next)
 	five := middleware.Timeout(5*time.Second, middleware.TimeoutOptions{})(next)
-	return middleware.Router(routes, map[string]http.RoundTripper{"/a1": one, "/a1x": one, "/b5": five, "/b5x": five}, next)
+	none := middleware.Timeout(0, middleware.TimeoutOptions{})(next)
+	return middleware.Router(routes, map[string]http.RoundTripper{"/a1": one, "/a1x": one, "/b5": five, "/b5x": five, "/n0": none}, next)
 }
