@@ -126,7 +126,8 @@ func (r *Routes) register(p string) (err error) {
 // withPortSpelled returns pattern p as it is registered: p itself, or,
 // when its host names a port, p with that host's port separator spelled
 // '@' (the same length, so ServeMux's offsets still point into p). host is
-// p's host as written. A port that is empty or not a number is an error.
+// p's host as written. A port that is empty or not a number, or that
+// follows no host name, is an error.
 func withPortSpelled(p string) (registered, host string, hasPort bool, err error) {
 	// The host is what ServeMux reads as one: after the method and its
 	// blanks, up to the first '/'.
@@ -149,6 +150,9 @@ func withPortSpelled(p string) (registered, host string, hasPort bool, err error
 	port := host[colon+1:]
 	if port == "" || strings.Trim(port, "0123456789") != "" {
 		return "", host, false, fmt.Errorf("host %q: port must be a number", host)
+	}
+	if colon == 0 {
+		return "", host, false, fmt.Errorf("host %q: a port needs a host name", host)
 	}
 	return p[:start] + portSpelled(host) + p[start+end:], host, true, nil
 }

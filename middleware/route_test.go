@@ -182,12 +182,13 @@ func TestRoutePatternWithPortMatchesHostAndPort(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []struct{ patterns []string }{
-		{[]string{"POST billing.test:x/v1/"}},
-		{[]string{"POST billing.test:/v1/"}},
+	for _, bad := range []struct{ pattern, want string }{
+		{"POST billing.test:x/v1/", "port must be a number"},
+		{"POST billing.test:/v1/", "port must be a number"},
+		{"POST :8443/v1/", "a port needs a host name"},
 	} {
-		if _, err := middleware.NewRoutes(bad.patterns...); err == nil || !strings.Contains(err.Error(), "port must be a number") {
-			t.Errorf("NewRoutes(%q): got %v, want a port error", bad.patterns, err)
+		if _, err := middleware.NewRoutes(bad.pattern); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("NewRoutes(%q): got %v, want %q", bad.pattern, err, bad.want)
 		}
 	}
 	_, err = middleware.NewRoutes("POST billing.test:8443/v1/{x}", "POST billing.test:8443/v1/{y}")
