@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/switchboard-http/switchboard/config"
@@ -77,9 +78,10 @@ func TestStatusPrintsNoSecretByAnyVerbOrEncoder(t *testing.T) {
 				tc.set(&c, secret)
 				return config.Config{Defaults: config.Default(), Clients: map[string]config.ClientConfig{"billing": c}}
 			}
+			var mu sync.Mutex
 			var events []factory.ReloadEvent
 			r, err := factory.New(cfgWith(oldSecret), factory.Options{Base: okTransport, Logger: discard(),
-				OnReload: func(e factory.ReloadEvent) { events = append(events, e) }})
+				OnReload: func(e factory.ReloadEvent) { mu.Lock(); events = append(events, e); mu.Unlock() }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,6 +98,8 @@ func TestStatusPrintsNoSecretByAnyVerbOrEncoder(t *testing.T) {
 			if err := r.Apply(bad); err == nil {
 				t.Fatal("Apply of an invalid config succeeded")
 			}
+			mu.Lock()
+			defer mu.Unlock()
 			if len(events) != 2 || events[0].Err != nil || len(events[0].Plan) == 0 || events[1].Err == nil {
 				t.Fatalf("got reload events %d, want an applied one with a plan and a rejected one", len(events))
 			}
