@@ -57,12 +57,13 @@ import (
 // retry.budget_exhausted is logged; it may go negative after a reload
 // lowers the ratio. null when the budget is off (ttl 0).
 //
-// Under "config", secrets never appear: values of keys tagged
-// secret:"true" (auth.bearer_token, auth.basic.password) read "REDACTED"
-// when set, values of headers whose name is sensitive
-// (middleware.IsSensitiveHeader) too, and transport.proxy_url's userinfo
-// reads REDACTED@ (http://REDACTED@proxy:3128), so a configured credential
-// shows. Names of secret files are shown. Durations are Go duration
+// Under "config", secrets never appear (it is ClientStatus.Config, which
+// Status redacts): values of keys tagged secret:"true" (auth.bearer_token,
+// auth.basic.password) read "REDACTED" when set, values of headers whose
+// name is sensitive (middleware.IsSensitiveHeader) too, and
+// transport.proxy_url's userinfo reads REDACTED@
+// (http://REDACTED@proxy:3128), so a configured credential shows, and its
+// sensitive query values read REDACTED. Names of secret files are shown. Durations are Go duration
 // strings; numbers that are not finite are null (JSON has no infinity).
 //
 // Mount it on an internal listener only: it tells whoever asks how the
@@ -163,20 +164,12 @@ func (c ClientStatus) MarshalJSON() ([]byte, error) { return json.Marshal(client
 
 var durationType = reflect.TypeFor[time.Duration]()
 
-// configDoc returns c as a tree keyed like the file (the koanf tags), with
-// secrets redacted (see Handler).
+// configDoc returns c, a ClientStatus.Config whose secrets Status already
+// redacted, as a tree keyed like the file (the koanf tags).
 func configDoc(c config.ClientConfig) map[string]any {
 	m := structDoc(reflect.ValueOf(c))
-	headers := make(map[string]string, len(c.Headers))
-	for k, v := range c.Headers {
-		if middleware.IsSensitiveHeader(k) && v != "" {
-			v = middleware.Redacted
-		}
-		headers[k] = v
-	}
-	m["headers"] = headers
-	if t, ok := m["transport"].(map[string]any); ok && c.Transport.ProxyURL != "" {
-		t["proxy_url"] = middleware.RedactProxyURL(c.Transport.ProxyURL)
+	if c.Headers == nil {
+		m["headers"] = map[string]string{}
 	}
 	return m
 }

@@ -167,7 +167,7 @@ func (r *Registry) chain(p *pipeline, s config.RouteConfig, ev *middleware.Event
 	if p.limiter != nil {
 		layers = append(layers, p.limiter.MiddlewareFor(r.events(name, p.groups[2])))
 	}
-	layers = append(layers, middleware.Headers(s.Headers, middleware.HeadersOptions{}))
+	layers = append(layers, middleware.Headers(s.Headers, middleware.HeadersOptions{Events: ev}))
 	return middleware.Chain(layers...)(lower)
 }
 
