@@ -90,70 +90,19 @@ var hashLeaves = sync.OnceValue(func() []hashLeaf {
 })
 
 // leafHasher writes the leaves of a client into buf, each as its path and
-// its value, each with its length (as writeHashField does), then a
-// newline, so that SHA-256 runs once over the whole. It reads the struct
+// its canonical value, each with its length (as writeHashField does), then
+// a newline, so that SHA-256 runs once over the whole. It reads the struct
 // directly and reuses its buffers: hashing a client costs a handful of
 // allocations rather than several per key.
 type leafHasher struct {
-	buf []byte      // everything written so far
-	val []byte      // the current leaf's value
-	kv  [][2]string // the current map's pairs
+	buf []byte // everything written so far
+	val []byte // the current leaf's value
+	enc canonicalEncoder
 }
 
-// leaf writes one leaf. Values are spelled as they always were (so digests
-// stay as they were): numbers in decimal (durations in ns), floats in the
-// shortest 'g' form, bools as true/false, strings quoted, string lists as
-// quoted items each followed by a comma, int lists as [1 2 3], and maps as
-// "key":"value", pairs in key order. A nil and an empty map or list are
-// alike.
-func (w *leafHasher) leaf(f *field, v reflect.Value) {
-	val := w.val[:0]
-	switch f.kind {
-	case kindDuration, kindInt:
-		val = strconv.AppendInt(val, v.Int(), 10)
-	case kindFloat:
-		val = strconv.AppendFloat(val, v.Float(), 'g', -1, 64)
-	case kindBool:
-		val = strconv.AppendBool(val, v.Bool())
-	case kindString:
-		val = strconv.AppendQuote(val, v.String())
-	case kindIntList:
-		val = append(val, '[')
-		for i := range v.Len() {
-			if i > 0 {
-				val = append(val, ' ')
-			}
-			val = strconv.AppendInt(val, v.Index(i).Int(), 10)
-		}
-		val = append(val, ']')
-	case kindStringList:
-		for i := range v.Len() {
-			val = strconv.AppendQuote(val, v.Index(i).String())
-			val = append(val, ',')
-		}
-	case kindStringMap:
-		kv := w.kv[:0]
-		if m, ok := v.Interface().(map[string]string); ok {
-			for k, e := range m {
-				kv = append(kv, [2]string{k, e})
-			}
-		} else {
-			for iter := v.MapRange(); iter.Next(); {
-				kv = append(kv, [2]string{iter.Key().String(), iter.Value().String()})
-			}
-		}
-		slices.SortFunc(kv, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
-		for _, p := range kv {
-			val = strconv.AppendQuote(val, p[0])
-			val = append(val, ':')
-			val = strconv.AppendQuote(val, p[1])
-			val = append(val, ',')
-		}
-		clear(kv)
-		w.kv = kv[:0]
-	default:
-		panic(fmt.Sprintf("config: no hash for schema kind %d", f.kind))
-	}
+// leaf writes one leaf in its canonical encoding.
+func (w *leafHasher) leaf(_ *field, v reflect.Value) {
+	val := w.enc.value(w.val[:0], v, true)
 	w.val = val
 	b := strconv.AppendInt(w.buf, int64(len(val)), 10)
 	b = append(append(b, ':'), val...)
