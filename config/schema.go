@@ -27,18 +27,23 @@ const (
 // from the koanf tags of ClientConfig. Schemas are built once and never
 // changed, so they are safe for concurrent use.
 type field struct {
-	kind     kind
-	secret   bool              // tagged secret:"true": its value never appears in errors
-	index    int               // index of the struct field in its parent struct
-	children map[string]*field // kindSection only
-	names    []string          // kindSection only: sorted child names
+	kind   kind
+	secret bool // tagged secret:"true": its value never appears in errors
+	// holdsSecret is true for a secret leaf, a headers map (its values may
+	// be credentials) and a section with such a key anywhere below it: an
+	// error about a value at such a path never quotes the value, whatever
+	// its shape.
+	holdsSecret bool
+	index       int               // index of the struct field in its parent struct
+	children    map[string]*field // kindSection only
+	names       []string          // kindSection only: sorted child names
 }
 
 // clientSchema describes the keys of a `defaults` or `clients.<name>` section.
 var clientSchema = buildSchema(reflect.TypeFor[ClientConfig]())
 
 // headerValue is the schema of one entry of a `headers` map.
-var headerValue = &field{kind: kindString, secret: true}
+var headerValue = &field{kind: kindString, secret: true, holdsSecret: true}
 
 var durationType = reflect.TypeFor[time.Duration]()
 
@@ -54,6 +59,8 @@ func buildSchema(t reflect.Type) *field {
 		c := leafOf(sf.Type)
 		c.index = i
 		c.secret = sf.Tag.Get("secret") == "true"
+		c.holdsSecret = c.holdsSecret || c.secret || c.kind == kindStringMap
+		f.holdsSecret = f.holdsSecret || c.holdsSecret
 		f.children[name] = c
 		f.names = append(f.names, name)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -132,6 +133,7 @@ func validateClient(prefix string, c ClientConfig, strict bool) []*FieldError {
 		v.failAbout("rate_limit.burst", []string{"rate_limit.requests_per_second"}, "must be >= 1 when requests_per_second is set, got %d", c.RateLimit.Burst)
 	}
 	validateAuth(v, c.Auth)
+	validateSecrets(v, c)
 	validateHedge(v, c.Hedge, strict)
 	validateFault(v, c.Fault)
 	v.oneOf("logging.level", string(c.Logging.Level),
@@ -307,6 +309,18 @@ func validateAuth(v *validator, a middleware.AuthSettings) {
 	}
 	v.secretFile("auth.bearer_token_file", a.BearerTokenFile)
 	v.secretFile("auth.basic.password_file", a.Basic.PasswordFile)
+}
+
+// validateSecrets rejects a secret key (tagged secret:"true") whose value
+// holds a line break: it is sent in a header line, so every call would
+// fail. The value is never shown.
+func validateSecrets(v *validator, c ClientConfig) {
+	cv := reflect.ValueOf(c)
+	for _, l := range hashLeaves() {
+		if l.f.secret && strings.ContainsAny(cv.FieldByIndex(l.index).String(), "\r\n") {
+			v.fail(l.head[strings.IndexByte(l.head, ':')+1:], "must not contain a line break (CR or LF): it is sent in a header")
+		}
+	}
 }
 
 // credentialKeys are the auth keys that set a credential.
