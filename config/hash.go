@@ -30,9 +30,8 @@ func (c ClientConfig) Hash() string {
 	w := hashers.Get().(*leafHasher)
 	w.buf = w.buf[:0]
 	v := reflect.ValueOf(&c).Elem()
-	for _, l := range hashLeaves() {
-		w.buf = append(w.buf, l.head...)
-		w.leaf(l.f, v.FieldByIndex(l.index))
+	for _, l := range sortedKeys {
+		w.leaf(l.path, l.valueOf(v))
 	}
 	// Routes, patterns sorted, each key under its RouteKey; a client
 	// without routes hashes as it always did.
@@ -40,11 +39,9 @@ func (c ClientConfig) Hash() string {
 		rc := c.Routes[p].Client(ClientConfig{})
 		rc.Retry = listDefaults(rc.Retry)
 		rv := reflect.ValueOf(&rc).Elem()
-		for _, l := range hashLeaves() {
-			if rel := l.head[strings.IndexByte(l.head, ':')+1:]; routeAllowed(rel) {
-				key := RouteKey(p, rel)
-				w.buf = append(w.buf, strconv.Itoa(len(key))+":"+key...)
-				w.leaf(l.f, rv.FieldByIndex(l.index))
+		for _, l := range sortedKeys {
+			if routeAllowed(l.path) {
+				w.leaf(RouteKey(p, l.path), l.valueOf(rv))
 			}
 		}
 	}
@@ -63,32 +60,6 @@ var hashers = sync.Pool{New: func() any {
 	return &leafHasher{buf: make([]byte, 0, 2048), val: make([]byte, 0, 128)}
 }}
 
-// hashLeaf is one leaf of the client schema as Hash writes it.
-type hashLeaf struct {
-	head  string // the dotted path with its length: "13:retry.jitter"
-	index []int  // the struct field path of the leaf in ClientConfig
-	f     *field
-}
-
-// hashLeaves lists the client schema's leaves in walkLeaves order, once.
-var hashLeaves = sync.OnceValue(func() []hashLeaf {
-	var out []hashLeaf
-	var walk func(f *field, prefix string, index []int)
-	walk = func(f *field, prefix string, index []int) {
-		for _, name := range f.names {
-			c := f.children[name]
-			p, idx := joinPath(prefix, name), append(slices.Clone(index), c.index)
-			if c.kind == kindSection {
-				walk(c, p, idx)
-				continue
-			}
-			out = append(out, hashLeaf{head: strconv.Itoa(len(p)) + ":" + p, index: idx, f: c})
-		}
-	}
-	walk(clientSchema, "", nil)
-	return out
-})
-
 // leafHasher writes the leaves of a client into buf, each as its path and
 // its canonical value, each with its length (as writeHashField does), then
 // a newline, so that SHA-256 runs once over the whole. It reads the struct
@@ -100,11 +71,13 @@ type leafHasher struct {
 	enc canonicalEncoder
 }
 
-// leaf writes one leaf in its canonical encoding.
-func (w *leafHasher) leaf(_ *field, v reflect.Value) {
+// leaf writes one leaf, its path and its value in the canonical encoding.
+func (w *leafHasher) leaf(path string, v reflect.Value) {
 	val := w.enc.value(w.val[:0], v, true)
 	w.val = val
-	b := strconv.AppendInt(w.buf, int64(len(val)), 10)
+	b := strconv.AppendInt(w.buf, int64(len(path)), 10)
+	b = append(append(b, ':'), path...)
+	b = strconv.AppendInt(b, int64(len(val)), 10)
 	b = append(append(b, ':'), val...)
 	w.buf = append(b, '\n')
 }

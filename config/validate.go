@@ -316,9 +316,9 @@ func validateAuth(v *validator, a middleware.AuthSettings) {
 // fail. The value is never shown.
 func validateSecrets(v *validator, c ClientConfig) {
 	cv := reflect.ValueOf(c)
-	for _, l := range hashLeaves() {
-		if l.f.secret && strings.ContainsAny(cv.FieldByIndex(l.index).String(), "\r\n") {
-			v.fail(l.head[strings.IndexByte(l.head, ':')+1:], "must not contain a line break (CR or LF): it is sent in a header")
+	for _, l := range keyTable {
+		if l.secret && strings.ContainsAny(l.valueOf(cv).String(), "\r\n") {
+			v.fail(l.path, "must not contain a line break (CR or LF): it is sent in a header")
 		}
 	}
 }
