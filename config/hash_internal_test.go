@@ -151,3 +151,15 @@ func TestClientConfigEqualSeesEveryKey(t *testing.T) {
 		t.Fatalf("walked %d keys, want every key of the schema", n)
 	}
 }
+
+func BenchmarkEqual(b *testing.B) {
+	c, o := Default(), Default()
+	c.Headers = map[string]string{"User-Agent": "billing-svc/1.4", "X-Team": "payments"}
+	o.Headers = map[string]string{"User-Agent": "billing-svc/1.4", "X-Team": "payments"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if !c.Equal(o) {
+			b.Fatal("not equal")
+		}
+	}
+}
