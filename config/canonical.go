@@ -123,3 +123,9 @@ func canonicalTree(tree map[string]any) []byte {
 	var e canonicalEncoder
 	return e.value(nil, reflect.ValueOf(tree), false)
 }
+
+// canonicalOf returns the canonical encoding of a leaf's tree value.
+func canonicalOf(v any) string {
+	var e canonicalEncoder
+	return string(e.value(nil, reflect.ValueOf(v), true))
+}

@@ -300,7 +300,7 @@ func ChangedKeys(old, new ClientConfig) []KeyChange {
 	for _, k := range keys {
 		oe, inOld := om[k]
 		ne, inNew := nm[k]
-		if inOld && inNew && render(oe.raw.kind, oe.raw.value) == render(ne.raw.kind, ne.raw.value) {
+		if inOld && inNew && canonicalOf(oe.raw.value) == canonicalOf(ne.raw.value) {
 			continue
 		}
 		if k == "headers" { // the empty-map placeholder appearing or going
