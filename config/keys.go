@@ -135,6 +135,58 @@ func kindOf(t reflect.Type) kind {
 	panic(fmt.Sprintf("config: no schema kind for %v", t))
 }
 
+// relResult is how resolveRel ended.
+type relResult uint8
+
+const (
+	relLeaf    relResult = iota // the parts name a leaf (or one header)
+	relUnknown                  // they name no key
+	relSection                  // they name a section, not a key
+)
+
+// resolveRel resolves the parts of a key path within a client section,
+// as an env variable or a flag spells them, to the canonical segments and
+// the leaf they name: the one path resolver of the key tree. An env
+// variable's parts (env) match key names case-insensitively and name a
+// header in one part with "_" standing for "-"; a flag's parts match
+// exactly, and a header name is everything after "headers" (it may hold
+// dots). Header names are put in canonical form. On relUnknown, hint is
+// the nearest key name, or "".
+func resolveRel(parts []string, env bool) (segs []string, f *field, hint string, res relResult) {
+	f = clientSchema
+	for i, p := range parts {
+		if f.kind == kindStringMap {
+			name := strings.Join(parts[i:], ".")
+			if env {
+				if i != len(parts)-1 {
+					name = ""
+				}
+				name = strings.ReplaceAll(name, "_", "-")
+			}
+			if name == "" {
+				return nil, nil, "", relUnknown
+			}
+			return append(segs, canonicalHeader(name)), headerValue, "", relLeaf
+		}
+		if f.kind != kindSection {
+			return nil, nil, "", relUnknown
+		}
+		if env {
+			p = strings.ToLower(p)
+		}
+		c := f.children[p]
+		if c == nil {
+			return nil, nil, suggest(p, f.names), relUnknown
+		}
+		segs = append(segs, p)
+		f = c
+	}
+	if f.kind == kindSection {
+		return nil, nil, "", relSection
+	}
+	return segs, f, "", relLeaf
+}
+
 // valueOf returns the value of leaf l in c (c must be addressable or a
 // plain value; the result is read-only).
 func (l *field) valueOf(c reflect.Value) reflect.Value { return c.FieldByIndex(l.index) }
