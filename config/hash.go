@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/switchboard-http/switchboard/middleware"
@@ -103,15 +102,6 @@ func listDefaults(r middleware.RetrySettings) middleware.RetrySettings {
 	return r
 }
 
-// lookupTree returns the value at the dotted path rel of a toTree tree.
-func lookupTree(tree map[string]any, rel string) any {
-	var v any = tree
-	for seg := range strings.SplitSeq(rel, ".") {
-		v = v.(map[string]any)[seg]
-	}
-	return v
-}
-
 // writeHashField writes each part to h with its length, so that no two
 // different sequences of parts write the same bytes.
 func writeHashField(h hash.Hash, parts ...string) {
@@ -122,7 +112,7 @@ func writeHashField(h hash.Hash, parts ...string) {
 }
 
 // referencedFiles lists the config file and every TLS and secret file named
-// by the defaults or any client, each once: the files whose change should
+// by the defaults or any client (the *_file keys of the key table), each once: the files whose change should
 // trigger a reload.
 func referencedFiles(file string, cfg Config) []string {
 	seen := map[string]bool{}
@@ -136,7 +126,12 @@ func referencedFiles(file string, cfg Config) []string {
 	add(file)
 	var named []string
 	for _, c := range append([]ClientConfig{cfg.Defaults}, slices.Collect(maps.Values(cfg.Clients))...) {
-		named = append(named, c.TLS.CAFile, c.TLS.CertFile, c.TLS.KeyFile, c.Auth.BearerTokenFile, c.Auth.Basic.PasswordFile)
+		cv := reflect.ValueOf(&c).Elem()
+		for _, l := range keyTable {
+			if l.file {
+				named = append(named, l.valueOf(cv).String())
+			}
+		}
 	}
 	slices.Sort(named)
 	for _, p := range named {

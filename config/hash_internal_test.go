@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -162,4 +163,13 @@ func BenchmarkEqual(b *testing.B) {
 			b.Fatal("not equal")
 		}
 	}
+}
+
+// lookupTree returns the value at the dotted path rel of a toTree tree.
+func lookupTree(tree map[string]any, rel string) any {
+	var v any = tree
+	for seg := range strings.SplitSeq(rel, ".") {
+		v = v.(map[string]any)[seg]
+	}
+	return v
 }

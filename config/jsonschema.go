@@ -98,7 +98,6 @@ func routesSchema(props map[string]any) map[string]any {
 // clientSectionSchema returns the schema of a client section, built from
 // the key table: each leaf's schema placed under its sections.
 func clientSectionSchema() map[string]any {
-	def := toTree(Default())
 	root := sectionSchema("")
 	for _, l := range keyTable {
 		segs := strings.Split(l.path, ".")
@@ -113,7 +112,7 @@ func clientSectionSchema() map[string]any {
 			}
 			s = sub
 		}
-		s["properties"].(map[string]any)[segs[len(segs)-1]] = leafSchema(l.path, l, l.tag, lookupTree(def, l.path))
+		s["properties"].(map[string]any)[segs[len(segs)-1]] = leafSchema(l.path, l, l.tag, l.def)
 	}
 	return root
 }
@@ -200,8 +199,8 @@ func leafSchema(path string, f *field, tag reflect.StructTag, def any) map[strin
 		// A number or boolean is taken as written, like any string key.
 		s["additionalProperties"] = map[string]any{"type": []string{"string", "number", "boolean"}}
 	}
-	if d := keyDocs[path]; d != "" {
-		s["description"] = d
+	if f.doc != "" {
+		s["description"] = f.doc
 	}
 	if def != nil {
 		s["default"] = jsonValue(def)

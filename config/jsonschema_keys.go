@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,15 +37,14 @@ type Key struct {
 // format, each with its type, built-in default, allowed values and
 // description. Every call returns a fresh slice. It is safe for concurrent use.
 func Keys() []Key {
-	def := toTree(Default())
 	var out []Key
 	for _, l := range keyTable {
 		out = append(out, Key{
 			Path:    l.path,
 			Type:    typeName(l.kind),
-			Default: render(l.kind, lookupTree(def, l.path)),
+			Default: render(l.kind, l.def),
 			Allowed: allowed(l),
-			Doc:     keyDocs[l.path],
+			Doc:     l.doc,
 			Secret:  l.secret,
 		})
 	}
@@ -222,10 +222,10 @@ func (c ClientConfig) settings() []rawSetting {
 
 // leafSettings returns the settings of c's own keys, routes left out.
 func (c ClientConfig) leafSettings() []rawSetting {
-	tree := toTree(c)
+	cv := reflect.ValueOf(&c).Elem()
 	var out []rawSetting
 	for _, l := range keyTable {
-		v := lookupTree(tree, l.path)
+		v := treeValue(l.kind, l.valueOf(cv))
 		if l.kind == kindStringMap {
 			h := v.(map[string]any)
 			if len(h) == 0 {

@@ -42,6 +42,9 @@ type field struct {
 	path   string            // the dotted path within a client section: "retry.max_retries"
 	index  []int             // the struct field path of the key in ClientConfig
 	tag    reflect.StructTag // the key's tags: constraints and secret
+	doc    string            // the key's description (keyDocs)
+	def    any               // a leaf's built-in value, in toTree's canonical form
+	file   bool              // a leaf that names a file the config reads (a *_file key)
 	secret bool              // tagged secret:"true": its value never appears in errors
 	// holdsSecret is true for a secret leaf, a headers map (its values may
 	// be credentials) and a section with such a key anywhere below it: an
@@ -58,7 +61,12 @@ type field struct {
 // lists them), headers included. Neither is ever changed.
 var clientSchema, keyTable = func() (*field, []*field) {
 	var table []*field
-	return buildSchema(reflect.TypeFor[ClientConfig](), "", nil, &table), table
+	root := buildSchema(reflect.TypeFor[ClientConfig](), "", nil, &table)
+	def := reflect.ValueOf(Default())
+	for _, l := range table {
+		l.def = treeValue(l.kind, l.valueOf(def))
+	}
+	return root, table
 }()
 
 // sortedKeys is keyTable in the order of sorted paths, section by section
@@ -96,6 +104,8 @@ func buildSchema(t reflect.Type, path string, index []int, table *[]*field) *fie
 			*table = append(*table, c)
 		}
 		c.tag = sf.Tag
+		c.doc = keyDocs[p]
+		c.file = c.kind == kindString && strings.HasSuffix(name, "_file")
 		c.secret = sf.Tag.Get("secret") == "true"
 		c.holdsSecret = c.holdsSecret || c.secret || c.kind == kindStringMap
 		f.holdsSecret = f.holdsSecret || c.holdsSecret
