@@ -10,9 +10,10 @@ import (
 )
 
 // The canonical encoding is the one spelling of a config value that every
-// "did it change" decision compares: Hash writes each leaf in it, Equal and
-// ChangedKeys compare leaves by it, and a Source's part of the input hash
-// is its checked tree in it. Values are spelled as Hash always spelled them
+// "did it change" decision compares: Hash writes each leaf in it,
+// ChangedKeys compares leaves by it, and a Source's part of the input hash
+// is its checked tree in it (Equal judges the same leaves without encoding
+// them, see leafEqual). Values are spelled as Hash always spelled them
 // (so digests stay as they were): integers in decimal (durations in ns),
 // floats in the shortest 'g' form, booleans as true/false, strings quoted,
 // int lists as [1 2 3]; at the top of a leaf a string list is its quoted
