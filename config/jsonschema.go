@@ -180,7 +180,7 @@ func leafSchema(path string, f *field, tag reflect.StructTag, def any) map[strin
 		} else {
 			s["type"] = "string"
 		}
-		if p := keyPatterns[path]; p != "" {
+		if p := f.pattern; p != "" {
 			s["pattern"] = p
 		}
 	case kindIntList:
@@ -189,7 +189,7 @@ func leafSchema(path string, f *field, tag reflect.StructTag, def any) map[strin
 		s["type"], s["items"] = "array", item
 	case kindStringList:
 		item := map[string]any{"type": "string"}
-		if p := keyPatterns[path]; p != "" {
+		if p := f.pattern; p != "" {
 			item["pattern"] = p
 		}
 		s["type"], s["items"] = "array", item

@@ -105,17 +105,7 @@ func allowed(l *field) string {
 	case hasXlo:
 		return "> " + xlo
 	}
-	switch l.path {
-	case "retry.rate_limited.multiplier":
-		return "0 or >= 1"
-	case "retry.retryable_methods":
-		return "HTTP methods"
-	case "transport.proxy_url":
-		return "http, https or socks5 URL"
-	case "auth.host":
-		return "host[:port]"
-	}
-	return ""
+	return l.format
 }
 
 // render writes a canonical tree value as YAML would show it.

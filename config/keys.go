@@ -38,14 +38,17 @@ const (
 // (one row of the key table). Fields are built once and never changed, so
 // they are safe for concurrent use.
 type field struct {
-	kind   kind
-	path   string            // the dotted path within a client section: "retry.max_retries"
-	index  []int             // the struct field path of the key in ClientConfig
-	tag    reflect.StructTag // the key's tags: constraints and secret
-	doc    string            // the key's description (keyDocs)
-	def    any               // a leaf's built-in value, in toTree's canonical form
-	file   bool              // a leaf that names a file the config reads (a *_file key)
-	secret bool              // tagged secret:"true": its value never appears in errors
+	kind  kind
+	path  string            // the dotted path within a client section: "retry.max_retries"
+	index []int             // the struct field path of the key in ClientConfig
+	tag   reflect.StructTag // the key's tags: constraints and secret
+	doc   string            // the key's description (keyDocs)
+	// pattern and format are a string key's syntax beyond its type and
+	// tags (keyFormats): the JSON Schema's pattern, the reference's words.
+	pattern, format string
+	def             any  // a leaf's built-in value, in toTree's canonical form
+	file            bool // a leaf that names a file the config reads (a *_file key)
+	secret          bool // tagged secret:"true": its value never appears in errors
 	// holdsSecret is true for a secret leaf, a headers map (its values may
 	// be credentials) and a section with such a key anywhere below it: an
 	// error about a value at such a path never quotes the value, whatever
@@ -105,6 +108,7 @@ func buildSchema(t reflect.Type, path string, index []int, table *[]*field) *fie
 		}
 		c.tag = sf.Tag
 		c.doc = keyDocs[p]
+		c.pattern, c.format = keyFormats[p].pattern, keyFormats[p].allowed
 		c.file = c.kind == kindString && strings.HasSuffix(name, "_file")
 		c.secret = sf.Tag.Get("secret") == "true"
 		c.holdsSecret = c.holdsSecret || c.secret || c.kind == kindStringMap
