@@ -112,8 +112,8 @@ func writeHashField(h hash.Hash, parts ...string) {
 }
 
 // referencedFiles lists the config file and every TLS and secret file named
-// by the defaults or any client (the *_file keys of the key table), each once: the files whose change should
-// trigger a reload.
+// by the defaults or any client (the *_file keys of the key table), each
+// once: the files whose change should trigger a reload.
 func referencedFiles(file string, cfg Config) []string {
 	seen := map[string]bool{}
 	var out []string
