@@ -150,8 +150,17 @@ func referencedFiles(file string, cfg Config) []string {
 func (c ClientConfig) Equal(o ClientConfig) bool {
 	c.Retry, o.Retry = listDefaults(c.Retry), listDefaults(o.Retry)
 	cv, ov := reflect.ValueOf(&c).Elem(), reflect.ValueOf(&o).Elem()
+	// keyTable is in declaration order, so a block's keys come together:
+	// each block is looked up once, not once per key.
+	var parent []int
+	cb, ob := cv, ov
 	for _, l := range keyTable {
-		if !leafEqual(l.kind, l.valueOf(cv), l.valueOf(ov)) {
+		n := len(l.index) - 1
+		if !slices.Equal(l.index[:n], parent) {
+			parent = l.index[:n]
+			cb, ob = cv.FieldByIndex(parent), ov.FieldByIndex(parent)
+		}
+		if !leafEqual(l.kind, cb.Field(l.index[n]), ob.Field(l.index[n])) {
 			return false
 		}
 	}
