@@ -12,22 +12,21 @@ import (
 // `group` key: circuit_breaker, bulkhead and rate_limit.
 var groupBlocks = []struct {
 	key   string
-	block func(ClientConfig) any
 	group func(ClientConfig) string
 }{
-	{"circuit_breaker", func(c ClientConfig) any { return c.CircuitBreaker }, func(c ClientConfig) string {
+	{"circuit_breaker", func(c ClientConfig) string {
 		if !c.CircuitBreaker.Enabled {
 			return ""
 		}
 		return c.CircuitBreaker.Group
 	}},
-	{"bulkhead", func(c ClientConfig) any { return c.Bulkhead }, func(c ClientConfig) string {
+	{"bulkhead", func(c ClientConfig) string {
 		if c.Bulkhead.MaxConcurrent <= 0 {
 			return ""
 		}
 		return c.Bulkhead.Group
 	}},
-	{"rate_limit", func(c ClientConfig) any { return c.RateLimit }, func(c ClientConfig) string {
+	{"rate_limit", func(c ClientConfig) string {
 		if c.RateLimit.RequestsPerSecond <= 0 {
 			return ""
 		}
@@ -66,7 +65,7 @@ func validateGroups(c Config) []*FieldError {
 				first[g] = m
 				continue
 			}
-			if key, here, there, differ := firstDifference(gb.block(m.cfg), gb.block(ref.cfg)); differ {
+			if key, here, there, differ := firstDifference(gb.key, m.cfg, ref.cfg); differ {
 				errs = append(errs, &FieldError{
 					Path: m.section + "." + gb.key + ".group",
 					Msg: fmt.Sprintf("group %s needs the same %s settings in every client: %s is %s here and %s in %s",
@@ -78,17 +77,20 @@ func validateGroups(c Config) []*FieldError {
 	return errs
 }
 
-// firstDifference compares two blocks of the same struct type field by
-// field, in the file format's order, and returns the koanf key and both
-// values of the first field that differs.
-func firstDifference(a, b any) (key, va, vb string, differ bool) {
-	x, y := reflect.ValueOf(a), reflect.ValueOf(b)
-	for i := range x.NumField() {
-		if reflect.DeepEqual(x.Field(i).Interface(), y.Field(i).Interface()) {
+// firstDifference compares the keys of block in a and b, in the file
+// format's order, and returns the first that differs (relative to the
+// block) with both values as Settings shows them.
+func firstDifference(block string, a, b ClientConfig) (key, va, vb string, differ bool) {
+	av, bv := reflect.ValueOf(&a).Elem(), reflect.ValueOf(&b).Elem()
+	for _, l := range keyTable {
+		rel, in := strings.CutPrefix(l.path, block+".")
+		if !in || leafEqual(l.kind, l.valueOf(av), l.valueOf(bv)) {
 			continue
 		}
-		name, _, _ := strings.Cut(x.Type().Field(i).Tag.Get("koanf"), ",")
-		return name, fmt.Sprint(x.Field(i).Interface()), fmt.Sprint(y.Field(i).Interface()), true
+		show := func(v reflect.Value) string {
+			return rawSetting{key: l.path, kind: l.kind, value: treeValue(l.kind, v), secret: l.secret}.redacted().Text
+		}
+		return rel, show(l.valueOf(av)), show(l.valueOf(bv)), true
 	}
 	return "", "", "", false
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
-	"reflect"
 	"strings"
 	"time"
 
@@ -162,46 +161,41 @@ func (s Status) MarshalJSON() ([]byte, error) { return json.Marshal(statusDocOf(
 // budget_balance is null.
 func (c ClientStatus) MarshalJSON() ([]byte, error) { return json.Marshal(clientDocOf(c)) }
 
-var durationType = reflect.TypeFor[time.Duration]()
-
 // configDoc returns c, a ClientStatus.Config whose secrets Status already
-// redacted, as a tree keyed like the file (the koanf tags).
+// redacted (shownConfig), as a tree keyed like the file (the koanf tags).
 func configDoc(c config.ClientConfig) map[string]any {
-	m := structDoc(reflect.ValueOf(c))
-	if c.Headers == nil {
-		m["headers"] = map[string]string{}
+	m := settingsDoc(c)
+	headers := c.Headers
+	if headers == nil {
+		headers = map[string]string{}
 	}
+	m["headers"] = headers
 	return m
 }
 
-// structDoc converts a settings struct: durations to strings, nested
-// structs to maps, secret:"true" strings to Redacted when set.
-func structDoc(v reflect.Value) map[string]any {
-	t := v.Type()
-	out := make(map[string]any, t.NumField())
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("koanf"), ",")
-		if name == "" || name == "-" || !f.IsExported() {
+// settingsDoc nests c.Settings() (secrets already redacted) into a tree
+// keyed like the file; the headers and routes are left to configDoc, and a
+// float that JSON cannot hold reads null.
+func settingsDoc(c config.ClientConfig) map[string]any {
+	out := map[string]any{}
+	for _, s := range c.Settings() {
+		if s.Key == "headers" || strings.HasPrefix(s.Key, "headers.") || strings.HasPrefix(s.Key, "routes.") {
 			continue
 		}
-		fv := v.Field(i)
-		switch {
-		case f.Tag.Get("secret") == "true":
-			s := ""
-			if !fv.IsZero() {
-				s = middleware.Redacted
-			}
-			out[name] = s
-		case f.Type == durationType:
-			out[name] = time.Duration(fv.Int()).String()
-		case f.Type.Kind() == reflect.Struct:
-			out[name] = structDoc(fv)
-		case f.Type.Kind() == reflect.Float32 || f.Type.Kind() == reflect.Float64:
-			out[name] = finite(fv.Float())
-		default:
-			out[name] = fv.Interface()
+		v := s.Value
+		if x, ok := v.(float64); ok {
+			v = finite(x)
 		}
+		m, segs := out, strings.Split(s.Key, ".")
+		for _, seg := range segs[:len(segs)-1] {
+			next, ok := m[seg].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				m[seg] = next
+			}
+			m = next
+		}
+		m[segs[len(segs)-1]] = v
 	}
 	return out
 }
