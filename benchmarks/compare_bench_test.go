@@ -6,66 +6,17 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/switchboard-http/switchboard/benchmarks"
 )
 
-// memBody is the two-byte body of an in-memory response: one allocation,
-// the same for every stack, and not http.NoBody, as real bodies are not.
-// Like net/http's bodies it has no WriteTo, so io.Copy takes the same path
-// whether or not a stack wraps it.
-type memBody struct{ r strings.Reader }
-
-func (b *memBody) Read(p []byte) (int, error) { return b.r.Read(p) }
-
-func (*memBody) Close() error { return nil }
-
-// emptyHeader is shared by in-memory responses; nothing writes to it.
-var emptyHeader = http.Header{}
-
-// memResponse answers req in memory with status and the body "ok".
-func memResponse(req *http.Request, status int) *http.Response {
-	b := new(memBody)
-	b.r.Reset("ok")
-	return &http.Response{
-		StatusCode: status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: emptyHeader, Body: b, ContentLength: 2, Request: req,
-	}
-}
-
-// okRT answers every request 200 in memory.
-type okRT struct{}
-
-func (okRT) RoundTrip(req *http.Request) (*http.Response, error) {
-	return memResponse(req, http.StatusOK), nil
-}
-
-// flakyRT answers 503 and 200 in turn: every logical call of a stack that
-// retries once sees 503 then 200.
-type flakyRT struct{ n atomic.Uint64 }
-
-func (f *flakyRT) RoundTrip(req *http.Request) (*http.Response, error) {
-	if f.n.Add(1)%2 == 1 {
-		return memResponse(req, http.StatusServiceUnavailable), nil
-	}
-	return memResponse(req, http.StatusOK), nil
-}
-
-// call sends req through d, reads the body to its end and closes it, as a
-// caller does; it fails on an error or a status other than want.
+// call sends req through d as benchmarks.Call does; it returns the
+// failure's text, "" for none.
 func call(d benchmarks.Doer, req *http.Request, want int) string {
-	resp, err := d.Do(req)
-	if err != nil {
+	if err := benchmarks.Call(d, req, want); err != nil {
 		return err.Error()
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != want {
-		return "unexpected status " + resp.Status
 	}
 	return ""
 }
@@ -135,10 +86,10 @@ const memURL = "http://svc.test/v1/items"
 func BenchmarkMemory(b *testing.B) {
 	newReq := getter(b, memURL)
 	b.Run("serial", func(b *testing.B) {
-		eachStack(b, okRT{}, func(b *testing.B, s benchmarks.Stack) { serial(b, s.Doer, newReq, 200) })
+		eachStack(b, benchmarks.OK{}, func(b *testing.B, s benchmarks.Stack) { serial(b, s.Doer, newReq, 200) })
 	})
 	b.Run("parallel", func(b *testing.B) {
-		eachStack(b, okRT{}, func(b *testing.B, s benchmarks.Stack) { parallel(b, s.Doer, newReq, 200) })
+		eachStack(b, benchmarks.OK{}, func(b *testing.B, s benchmarks.Stack) { parallel(b, s.Doer, newReq, 200) })
 	})
 }
 
@@ -159,7 +110,7 @@ func BenchmarkMemory503Then200(b *testing.B) {
 		backoff := bo.backoff
 		b.Run(bo.name, func(b *testing.B) {
 			b.Run("bare-2x", func(b *testing.B) {
-				c := &http.Client{Transport: &flakyRT{}}
+				c := &http.Client{Transport: &benchmarks.Flaky{}}
 				b.ReportAllocs()
 				for b.Loop() {
 					if msg := call(c, newReq(), 503); msg != "" {
@@ -170,7 +121,7 @@ func BenchmarkMemory503Then200(b *testing.B) {
 					}
 				}
 			})
-			eachStackBackoff(b, &flakyRT{}, backoff, func(b *testing.B, s benchmarks.Stack) { serial(b, s.Doer, newReq, 200) },
+			eachStackBackoff(b, &benchmarks.Flaky{}, backoff, func(b *testing.B, s benchmarks.Stack) { serial(b, s.Doer, newReq, 200) },
 				benchmarks.NameBare, benchmarks.NameDefaults)
 		})
 	}
@@ -239,7 +190,7 @@ func BenchmarkStdlibDeadline(b *testing.B) {
 		}
 	})
 	b.Run("bare-client", func(b *testing.B) {
-		c := &http.Client{Transport: okRT{}}
+		c := &http.Client{Transport: benchmarks.OK{}}
 		b.ReportAllocs()
 		for b.Loop() {
 			ctx, cancel := context.WithTimeout(req.Context(), 30*time.Second)

@@ -9,8 +9,16 @@
 //
 //	cd benchmarks
 //	go test -run Equivalent ./...             # the stacks behave alike
-//	go test -run '^$' -bench . -benchmem      # the comparison
+//	go test -run '^$' -bench . -benchmem      # the comparison, one stack at a time
+//	go run ./cmd/interleaved                  # the comparison, interleaved
 //	go run ./cmd/scenarios                    # what resilience is for
+//
+// cmd/interleaved (Interleaving) is the one to trust on a shared machine:
+// each round runs every stack once, in rotated order, and each stack's
+// figure is the median of its time divided by the bare client's in the
+// same round, for wall and CPU time, beside its allocations per call.
+// `-count N` runs all samples of one stack back to back instead, so a burst
+// of load lands on one stack alone.
 //
 // The last is the scenario harness (package scenario): the stacks against a
 // real loopback server that injects its own faults (transient 503s, a

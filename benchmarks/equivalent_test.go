@@ -125,7 +125,7 @@ var equivalenceCases = []equivalenceCase{
 // the last attempt's), and that a POST body is replayed whole. switchboard's
 // "defaults" stack is left out: its 500ms backoff would make this test sleep.
 func TestEquivalent(t *testing.T) {
-	names := []string{benchmarks.NameSwitchboard, benchmarks.NameFailsafe, benchmarks.NameRetryableHTTP, benchmarks.NameHeimdall, benchmarks.NameMinimal}
+	names := []string{benchmarks.NameSwitchboard, benchmarks.NameRetryBreaker, benchmarks.NameFailsafe, benchmarks.NameRetryableHTTP, benchmarks.NameHeimdall, benchmarks.NameMinimal}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			for _, tt := range equivalenceCases {

@@ -38,6 +38,7 @@ const (
 	NameBare          = "bare"
 	NameSwitchboard   = "switchboard-all"
 	NameDefaults      = "switchboard-defaults"
+	NameRetryBreaker  = "switchboard-retry-breaker"
 	NameFailsafe      = "failsafe-go"
 	NameFailsafeHedge = "failsafe-go-hedge"
 	NameRetryableHTTP = "go-retryablehttp"
@@ -60,15 +61,22 @@ func StacksWithBackoff(base http.RoundTripper, backoff time.Duration) ([]Stack, 
 	if err != nil {
 		return nil, err
 	}
-	defaults, err := Switchboard(config.Default(), base)
+	rb, err := Switchboard(RetryBreaker(backoff), base)
 	if err != nil {
 		all.Close()
 		return nil, err
 	}
-	all.Name, defaults.Name = NameSwitchboard, NameDefaults
+	defaults, err := Switchboard(config.Default(), base)
+	if err != nil {
+		all.Close()
+		rb.Close()
+		return nil, err
+	}
+	all.Name, rb.Name, defaults.Name = NameSwitchboard, NameRetryBreaker, NameDefaults
 	return []Stack{
 		Bare(base),
 		all,
+		rb,
 		defaults,
 		Failsafe(base, backoff),
 		RetryableHTTP(base, backoff),
@@ -120,6 +128,19 @@ func AllLayers(backoff time.Duration) config.ClientConfig {
 	c.RateLimit.RequestsPerSecond = 1e9
 	c.RateLimit.Burst = 1 << 20
 	c.Logging.Level = middleware.LogDebug
+	return c
+}
+
+// RetryBreaker is switchboard's retry + breaker client, the peers' shape:
+// the built-in defaults without the total timeout, retry to the shared
+// policy as AllLayers has it (budget included), and a consecutive breaker.
+// No bulkhead, no rate limit, logging at its default level.
+func RetryBreaker(backoff time.Duration) config.ClientConfig {
+	all := AllLayers(backoff)
+	c := config.Default()
+	c.Timeout = 0
+	c.Retry = all.Retry
+	c.CircuitBreaker = all.CircuitBreaker
 	return c
 }
 

@@ -24,7 +24,7 @@ func fromYAML(f *field, v any, raw func(suffix string) (string, bool)) (any, str
 		case string:
 			d, err := time.ParseDuration(x)
 			if err != nil {
-				return nil, mustBe(f.kind, describe(v, f.secret))
+				return nil, mustBe(f.kind, describe(v, f.holdsSecret))
 			}
 			return d, ""
 		case int:
@@ -32,11 +32,11 @@ func fromYAML(f *field, v any, raw func(suffix string) (string, bool)) (any, str
 				return time.Duration(0), ""
 			}
 		}
-		return nil, mustBe(f.kind, describe(v, f.secret))
+		return nil, mustBe(f.kind, describe(v, f.holdsSecret))
 	case kindInt:
 		n, ok := yamlInt(v)
 		if !ok {
-			return nil, mustBe(f.kind, describe(v, f.secret))
+			return nil, mustBe(f.kind, describe(v, f.holdsSecret))
 		}
 		return n, ""
 	case kindFloat:
@@ -51,28 +51,28 @@ func fromYAML(f *field, v any, raw func(suffix string) (string, bool)) (any, str
 				return float64(n), ""
 			}
 		}
-		return nil, mustBe(f.kind, describe(v, f.secret))
+		return nil, mustBe(f.kind, describe(v, f.holdsSecret))
 	case kindBool:
 		if b, ok := v.(bool); ok {
 			return b, ""
 		}
-		return nil, mustBe(f.kind, describe(v, f.secret))
+		return nil, mustBe(f.kind, describe(v, f.holdsSecret))
 	case kindString:
 		s, ok := yamlString(v, func() (string, bool) { return raw("") })
 		if !ok {
-			return nil, mustBe(f.kind, describe(v, f.secret))
+			return nil, mustBe(f.kind, describe(v, f.holdsSecret))
 		}
 		return s, ""
 	case kindIntList:
 		l, ok := v.([]any)
 		if !ok {
-			return nil, mustBe(f.kind, describe(v, f.secret))
+			return nil, mustBe(f.kind, describe(v, f.holdsSecret))
 		}
 		out := make([]int, len(l))
 		for i, e := range l {
 			n, ok := yamlInt(e)
 			if !ok {
-				return nil, itemMustBe(i, kindInt, describe(e, f.secret))
+				return nil, itemMustBe(i, kindInt, describe(e, f.holdsSecret))
 			}
 			out[i] = n
 		}
@@ -80,13 +80,13 @@ func fromYAML(f *field, v any, raw func(suffix string) (string, bool)) (any, str
 	case kindStringList:
 		l, ok := v.([]any)
 		if !ok {
-			return nil, mustBe(f.kind, describe(v, f.secret))
+			return nil, mustBe(f.kind, describe(v, f.holdsSecret))
 		}
 		out := make([]string, len(l))
 		for i, e := range l {
 			s, ok := yamlString(e, func() (string, bool) { return raw(fmt.Sprintf("[%d]", i)) })
 			if !ok {
-				return nil, itemMustBe(i, kindString, describe(e, f.secret))
+				return nil, itemMustBe(i, kindString, describe(e, f.holdsSecret))
 			}
 			out[i] = s
 		}
@@ -165,25 +165,25 @@ func fromText(f *field, s string) (any, string) {
 	case kindDuration:
 		d, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil {
-			return nil, mustBe(f.kind, quoteText(s, f.secret))
+			return nil, mustBe(f.kind, quoteText(s, f.holdsSecret))
 		}
 		return d, ""
 	case kindInt:
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil {
-			return nil, mustBe(f.kind, quoteText(s, f.secret))
+			return nil, mustBe(f.kind, quoteText(s, f.holdsSecret))
 		}
 		return n, ""
 	case kindFloat:
 		x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 		if err != nil || math.IsNaN(x) {
-			return nil, mustBe(f.kind, quoteText(s, f.secret))
+			return nil, mustBe(f.kind, quoteText(s, f.holdsSecret))
 		}
 		return x, ""
 	case kindBool:
 		b, err := strconv.ParseBool(strings.TrimSpace(s))
 		if err != nil {
-			return nil, mustBe(f.kind, quoteText(s, f.secret))
+			return nil, mustBe(f.kind, quoteText(s, f.holdsSecret))
 		}
 		return b, ""
 	case kindString:
@@ -194,7 +194,7 @@ func fromText(f *field, s string) (any, string) {
 		for i, it := range items {
 			n, err := strconv.Atoi(it)
 			if err != nil {
-				return nil, itemMustBe(i, kindInt, quoteText(it, f.secret))
+				return nil, itemMustBe(i, kindInt, quoteText(it, f.holdsSecret))
 			}
 			out[i] = n
 		}

@@ -102,7 +102,10 @@
 //
 // The values of auth.bearer_token and auth.basic.password (fields tagged
 // secret:"true"), of header values and of transport.proxy_url never appear
-// in an error. The two secret fields are of type middleware.Secret, so a
+// in an error, nor does a value written where a section holding one was
+// expected (auth: "Bearer …", basic: "svc:pw", a client or route section,
+// headers), whatever its shape. An inline secret with a line break (CR or
+// LF) is rejected at load: it would fail every call. The two secret fields are of type middleware.Secret, so a
 // ClientConfig or Config printed in any way (fmt's verbs, encoding/json,
 // slog) shows REDACTED in their place ("" when unset); code reads them
 // with Secret.Reveal. Header values are plain strings: Settings redacts the

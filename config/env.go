@@ -104,29 +104,14 @@ func resolveEnv(parts []string, fileClients []string) ([]string, *field, *FieldE
 	default:
 		return nil, nil, unknown(suggest(strings.ToLower(parts[0]), []string{"clients", "defaults"}))
 	}
-	f := clientSchema
-	for i, p := range rest {
-		if f.kind == kindStringMap {
-			if i != len(rest)-1 || p == "" {
-				return nil, nil, unknown("")
-			}
-			return append(segs, canonicalHeader(strings.ReplaceAll(p, "_", "-"))), headerValue, nil
-		}
-		if f.kind != kindSection {
-			return nil, nil, unknown("")
-		}
-		lp := strings.ToLower(p)
-		c := f.children[lp]
-		if c == nil {
-			return nil, nil, unknown(suggest(lp, f.names))
-		}
-		segs = append(segs, lp)
-		f = c
-	}
-	if f.kind == kindSection {
+	rel, f, hint, res := resolveRel(rest, true)
+	switch res {
+	case relUnknown:
+		return nil, nil, unknown(hint)
+	case relSection:
 		return nil, nil, &FieldError{Path: lowerPath, Msg: lowerPath + " is a section, not a key: name one of its keys"}
 	}
-	return segs, f, nil
+	return append(segs, rel...), f, nil
 }
 
 // envClientName maps the client part of a variable name to a client name:

@@ -93,7 +93,7 @@ func (w *fileWalker) clients(v any) map[string]any {
 	}
 	m, ok := asMap(v)
 	if !ok {
-		w.fail("clients", "must be a map of client name to client section, got "+describe(v, false), "")
+		w.fail("clients", "must be a map of client name to client section, got "+describe(v, clientSchema.holdsSecret), "")
 		return out
 	}
 	for _, name := range slices.Sorted(maps.Keys(m)) {
@@ -118,7 +118,7 @@ func (w *fileWalker) section(path string, f *field, v any) map[string]any {
 	}
 	m, ok := asMap(v)
 	if !ok {
-		w.fail(path, "must be a section (a map of keys), got "+describe(v, false), "")
+		w.fail(path, "must be a section (a map of keys), got "+describe(v, f.holdsSecret), "")
 		return nil
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
@@ -144,7 +144,7 @@ func (w *fileWalker) section(path string, f *field, v any) map[string]any {
 				out[k] = sec
 			}
 		case kindStringMap:
-			if h := w.headers(p, m[k]); h != nil {
+			if h := w.headers(p, c, m[k]); h != nil {
 				out[k] = h
 			}
 		default:
@@ -172,7 +172,7 @@ func (w *fileWalker) routes(path string, v any) map[string]any {
 	}
 	m, ok := asMap(v)
 	if !ok {
-		w.fail(path, "must be a map of route pattern to route section, got "+describe(v, false), "")
+		w.fail(path, "must be a map of route pattern to route section, got "+describe(v, clientSchema.holdsSecret), "")
 		return nil
 	}
 	for _, pattern := range slices.Sorted(maps.Keys(m)) {
@@ -183,7 +183,7 @@ func (w *fileWalker) routes(path string, v any) map[string]any {
 		}
 		rm, ok := asMap(m[pattern])
 		if !ok {
-			w.fail(rp, "must be a route section (a map of keys), got "+describe(m[pattern], false), "")
+			w.fail(rp, "must be a route section (a map of keys), got "+describe(m[pattern], clientSchema.holdsSecret), "")
 			continue
 		}
 		allowed := map[string]any{}
@@ -230,14 +230,14 @@ func (w *fileWalker) value(f *field, p string, v any) (any, string) {
 // headers checks a `headers` map. Names are put in canonical form
 // (user-agent → User-Agent), so that layers and defaults merge them
 // case-insensitively; values are never shown in errors.
-func (w *fileWalker) headers(path string, v any) map[string]any {
+func (w *fileWalker) headers(path string, f *field, v any) map[string]any {
 	out := map[string]any{}
 	if v == nil {
 		return out
 	}
 	m, ok := asMap(v)
 	if !ok {
-		w.fail(path, "must be a map of header name to value, got "+describe(v, true), "")
+		w.fail(path, "must be a map of header name to value, got "+describe(v, f.holdsSecret), "")
 		return nil
 	}
 	seen := map[string]string{}
@@ -254,7 +254,7 @@ func (w *fileWalker) headers(path string, v any) map[string]any {
 			return s, ok
 		})
 		if !ok {
-			w.fail(p, "must be a string, got "+describe(m[name], true), "")
+			w.fail(p, "must be a string, got "+describe(m[name], headerValue.holdsSecret), "")
 			continue
 		}
 		out[cn] = s

@@ -133,29 +133,14 @@ func resolveKey(key string) ([]string, *field, *FieldError) {
 	default:
 		return nil, nil, unknown(suggest(parts[0], []string{"clients", "defaults"}))
 	}
-	f := clientSchema
-	for i, p := range rest {
-		if f.kind == kindStringMap {
-			name := strings.Join(rest[i:], ".")
-			if name == "" {
-				return nil, nil, unknown("")
-			}
-			return append(segs, canonicalHeader(name)), headerValue, nil
-		}
-		if f.kind != kindSection {
-			return nil, nil, unknown("")
-		}
-		c := f.children[p]
-		if c == nil {
-			return nil, nil, unknown(suggest(p, f.names))
-		}
-		segs = append(segs, p)
-		f = c
-	}
-	if f.kind == kindSection {
+	rel, f, hint, res := resolveRel(rest, false)
+	switch res {
+	case relUnknown:
+		return nil, nil, unknown(hint)
+	case relSection:
 		return nil, nil, &FieldError{Path: key, Msg: key + " is a section, not a key: name one of its keys"}
 	}
-	return segs, f, nil
+	return append(segs, rel...), f, nil
 }
 
 // flagClient checks that the client a flag's key path segs names, if any,

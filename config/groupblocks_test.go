@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/switchboard-http/switchboard/config"
 )
@@ -19,15 +20,24 @@ func TestGroupBlocksSayOnAndGroup(t *testing.T) {
 		t.Fatalf("bulkhead off: On %v, Group %q, Shares %q; want false, payments, none", b.On(c), b.Group(c), b.Shares(c))
 	}
 	c.Bulkhead.MaxConcurrent = 4
-	if !b.On(c) || b.Shares(c) != "payments" || b.Settings(c) != any(c.Bulkhead) {
+	if !b.On(c) || b.Shares(c) != "payments" {
 		t.Fatalf("bulkhead on: On %v, Shares %q", b.On(c), b.Shares(c))
+	}
+	other := c
+	other.Retry.MaxRetries = 9 // not a bulkhead key
+	if !b.Equal(c, other) {
+		t.Fatal("Equal: a change outside the block is a difference")
+	}
+	other.Bulkhead.MaxWait = time.Second
+	if b.Equal(c, other) {
+		t.Fatal("Equal: bulkhead.max_wait differs, yet the blocks are equal")
 	}
 	if _, ok := config.GroupBlockOf("retry"); ok {
 		t.Fatal("GroupBlockOf(retry): retry cannot be shared")
 	}
 	var zero config.GroupBlock
-	if zero.On(c) || zero.Group(c) != "" || zero.Settings(c) != nil {
-		t.Fatal("the zero GroupBlock is on, names a group or has settings")
+	if zero.On(c) || zero.Group(c) != "" {
+		t.Fatal("the zero GroupBlock is on or names a group")
 	}
 	var keys []string
 	for _, b := range config.GroupBlocks() {

@@ -10,12 +10,12 @@ import (
 
 // GroupBlock describes one block of ClientConfig whose component clients
 // may share by naming the same group in its `group` key (circuit_breaker,
-// bulkhead, rate_limit): when it is on, its group, and its settings. It is
-// the one description of these three facts, which validation (members of
-// a group must agree) and the factory's component table (what a reload
-// plans, builds and reports for a group) both read; GroupBlocks lists
-// them. The zero value describes no block: it is never on, names no group
-// and has nil settings. Safe for concurrent use.
+// bulkhead, rate_limit): when it is on, its group, and whether two clients'
+// settings of it are equal. It is the one description of these facts,
+// which validation (members of a group must agree) and the factory's
+// component table (what a reload plans, builds and reports for a group)
+// both read; GroupBlocks lists them. The zero value describes no block: it
+// is never on and names no group. Safe for concurrent use.
 type GroupBlock struct {
 	// Key is the block's key path, such as "circuit_breaker".
 	Key string
@@ -23,9 +23,8 @@ type GroupBlock struct {
 	// "circuit_breaker.enabled".
 	Switch string
 
-	on       func(ClientConfig) bool
-	group    func(ClientConfig) string
-	settings func(ClientConfig) any
+	on    func(ClientConfig) bool
+	group func(ClientConfig) string
 }
 
 // On reports whether c switches the block's component on; a client with
@@ -41,12 +40,11 @@ func (b GroupBlock) Group(c ClientConfig) string {
 	return b.group(c)
 }
 
-// Settings returns the block of c, comparable with ==.
-func (b GroupBlock) Settings(c ClientConfig) any {
-	if b.settings == nil {
-		return nil
-	}
-	return b.settings(c)
+// Equal reports whether x and y have the same value for every key of the
+// block (its `group` key included), as ClientConfig.Equal compares them.
+func (b GroupBlock) Equal(x, y ClientConfig) bool {
+	_, _, _, differ := firstDifference(b.Key, x, y)
+	return !differ
 }
 
 // Shares returns the group whose component c uses: Group(c) while the
@@ -62,17 +60,14 @@ func (b GroupBlock) Shares(c ClientConfig) string {
 // shareable block is one more GroupBlock here.
 var groupBlocks = []GroupBlock{
 	{Key: "circuit_breaker", Switch: "circuit_breaker.enabled",
-		on:       func(c ClientConfig) bool { return c.CircuitBreaker.Enabled },
-		group:    func(c ClientConfig) string { return c.CircuitBreaker.Group },
-		settings: func(c ClientConfig) any { return c.CircuitBreaker }},
+		on:    func(c ClientConfig) bool { return c.CircuitBreaker.Enabled },
+		group: func(c ClientConfig) string { return c.CircuitBreaker.Group }},
 	{Key: "bulkhead", Switch: "bulkhead.max_concurrent",
-		on:       func(c ClientConfig) bool { return c.Bulkhead.MaxConcurrent > 0 },
-		group:    func(c ClientConfig) string { return c.Bulkhead.Group },
-		settings: func(c ClientConfig) any { return c.Bulkhead }},
+		on:    func(c ClientConfig) bool { return c.Bulkhead.MaxConcurrent > 0 },
+		group: func(c ClientConfig) string { return c.Bulkhead.Group }},
 	{Key: "rate_limit", Switch: "rate_limit.requests_per_second",
-		on:       func(c ClientConfig) bool { return c.RateLimit.RequestsPerSecond > 0 },
-		group:    func(c ClientConfig) string { return c.RateLimit.Group },
-		settings: func(c ClientConfig) any { return c.RateLimit }},
+		on:    func(c ClientConfig) bool { return c.RateLimit.RequestsPerSecond > 0 },
+		group: func(c ClientConfig) string { return c.RateLimit.Group }},
 }
 
 // GroupBlocks returns every block clients may share, in pipeline order.
@@ -120,7 +115,7 @@ func validateGroups(c Config) []*FieldError {
 				first[g] = m
 				continue
 			}
-			if key, here, there, differ := firstDifference(gb.Settings(m.cfg), gb.Settings(ref.cfg)); differ {
+			if key, here, there, differ := firstDifference(gb.Key, m.cfg, ref.cfg); differ {
 				errs = append(errs, &FieldError{
 					Path: m.section + "." + gb.Key + ".group",
 					Msg: fmt.Sprintf("group %s needs the same %s settings in every client: %s is %s here and %s in %s",
@@ -132,17 +127,20 @@ func validateGroups(c Config) []*FieldError {
 	return errs
 }
 
-// firstDifference compares two blocks of the same struct type field by
-// field, in the file format's order, and returns the koanf key and both
-// values of the first field that differs.
-func firstDifference(a, b any) (key, va, vb string, differ bool) {
-	x, y := reflect.ValueOf(a), reflect.ValueOf(b)
-	for i := range x.NumField() {
-		if reflect.DeepEqual(x.Field(i).Interface(), y.Field(i).Interface()) {
+// firstDifference compares the keys of block in a and b, in the file
+// format's order, and returns the first that differs (relative to the
+// block) with both values as Settings shows them.
+func firstDifference(block string, a, b ClientConfig) (key, va, vb string, differ bool) {
+	av, bv := reflect.ValueOf(&a).Elem(), reflect.ValueOf(&b).Elem()
+	for _, l := range keyTable {
+		rel, in := strings.CutPrefix(l.path, block+".")
+		if !in || leafEqual(l.kind, l.valueOf(av), l.valueOf(bv)) {
 			continue
 		}
-		name, _, _ := strings.Cut(x.Type().Field(i).Tag.Get("koanf"), ",")
-		return name, fmt.Sprint(x.Field(i).Interface()), fmt.Sprint(y.Field(i).Interface()), true
+		show := func(v reflect.Value) string {
+			return rawSetting{key: l.path, kind: l.kind, value: treeValue(l.kind, v), secret: l.secret}.redacted().Text
+		}
+		return rel, show(l.valueOf(av)), show(l.valueOf(bv)), true
 	}
 	return "", "", "", false
 }

@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/switchboard-http/switchboard/middleware"
@@ -30,9 +29,8 @@ func (c ClientConfig) Hash() string {
 	w := hashers.Get().(*leafHasher)
 	w.buf = w.buf[:0]
 	v := reflect.ValueOf(&c).Elem()
-	for _, l := range hashLeaves() {
-		w.buf = append(w.buf, l.head...)
-		w.leaf(l.f, v.FieldByIndex(l.index))
+	for _, l := range sortedKeys {
+		w.leaf(l.path, l.valueOf(v))
 	}
 	// Routes, patterns sorted, each key under its RouteKey; a client
 	// without routes hashes as it always did.
@@ -40,11 +38,9 @@ func (c ClientConfig) Hash() string {
 		rc := c.Routes[p].Client(ClientConfig{})
 		rc.Retry = listDefaults(rc.Retry)
 		rv := reflect.ValueOf(&rc).Elem()
-		for _, l := range hashLeaves() {
-			if rel := l.head[strings.IndexByte(l.head, ':')+1:]; routeAllowed(rel) {
-				key := RouteKey(p, rel)
-				w.buf = append(w.buf, strconv.Itoa(len(key))+":"+key...)
-				w.leaf(l.f, rv.FieldByIndex(l.index))
+		for _, l := range sortedKeys {
+			if routeAllowed(l.path) {
+				w.leaf(RouteKey(p, l.path), l.valueOf(rv))
 			}
 		}
 	}
@@ -63,99 +59,24 @@ var hashers = sync.Pool{New: func() any {
 	return &leafHasher{buf: make([]byte, 0, 2048), val: make([]byte, 0, 128)}
 }}
 
-// hashLeaf is one leaf of the client schema as Hash writes it.
-type hashLeaf struct {
-	head  string // the dotted path with its length: "13:retry.jitter"
-	index []int  // the struct field path of the leaf in ClientConfig
-	f     *field
-}
-
-// hashLeaves lists the client schema's leaves in walkLeaves order, once.
-var hashLeaves = sync.OnceValue(func() []hashLeaf {
-	var out []hashLeaf
-	var walk func(f *field, prefix string, index []int)
-	walk = func(f *field, prefix string, index []int) {
-		for _, name := range f.names {
-			c := f.children[name]
-			p, idx := joinPath(prefix, name), append(slices.Clone(index), c.index)
-			if c.kind == kindSection {
-				walk(c, p, idx)
-				continue
-			}
-			out = append(out, hashLeaf{head: strconv.Itoa(len(p)) + ":" + p, index: idx, f: c})
-		}
-	}
-	walk(clientSchema, "", nil)
-	return out
-})
-
 // leafHasher writes the leaves of a client into buf, each as its path and
-// its value, each with its length (as writeHashField does), then a
-// newline, so that SHA-256 runs once over the whole. It reads the struct
+// its canonical value, each with its length (as writeHashField does), then
+// a newline, so that SHA-256 runs once over the whole. It reads the struct
 // directly and reuses its buffers: hashing a client costs a handful of
 // allocations rather than several per key.
 type leafHasher struct {
-	buf []byte      // everything written so far
-	val []byte      // the current leaf's value
-	kv  [][2]string // the current map's pairs
+	buf []byte // everything written so far
+	val []byte // the current leaf's value
+	enc canonicalEncoder
 }
 
-// leaf writes one leaf. Values are spelled as they always were (so digests
-// stay as they were): numbers in decimal (durations in ns), floats in the
-// shortest 'g' form, bools as true/false, strings quoted, string lists as
-// quoted items each followed by a comma, int lists as [1 2 3], and maps as
-// "key":"value", pairs in key order. A nil and an empty map or list are
-// alike.
-func (w *leafHasher) leaf(f *field, v reflect.Value) {
-	val := w.val[:0]
-	switch f.kind {
-	case kindDuration, kindInt:
-		val = strconv.AppendInt(val, v.Int(), 10)
-	case kindFloat:
-		val = strconv.AppendFloat(val, v.Float(), 'g', -1, 64)
-	case kindBool:
-		val = strconv.AppendBool(val, v.Bool())
-	case kindString:
-		val = strconv.AppendQuote(val, v.String())
-	case kindIntList:
-		val = append(val, '[')
-		for i := range v.Len() {
-			if i > 0 {
-				val = append(val, ' ')
-			}
-			val = strconv.AppendInt(val, v.Index(i).Int(), 10)
-		}
-		val = append(val, ']')
-	case kindStringList:
-		for i := range v.Len() {
-			val = strconv.AppendQuote(val, v.Index(i).String())
-			val = append(val, ',')
-		}
-	case kindStringMap:
-		kv := w.kv[:0]
-		if m, ok := v.Interface().(map[string]string); ok {
-			for k, e := range m {
-				kv = append(kv, [2]string{k, e})
-			}
-		} else {
-			for iter := v.MapRange(); iter.Next(); {
-				kv = append(kv, [2]string{iter.Key().String(), iter.Value().String()})
-			}
-		}
-		slices.SortFunc(kv, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
-		for _, p := range kv {
-			val = strconv.AppendQuote(val, p[0])
-			val = append(val, ':')
-			val = strconv.AppendQuote(val, p[1])
-			val = append(val, ',')
-		}
-		clear(kv)
-		w.kv = kv[:0]
-	default:
-		panic(fmt.Sprintf("config: no hash for schema kind %d", f.kind))
-	}
+// leaf writes one leaf, its path and its value in the canonical encoding.
+func (w *leafHasher) leaf(path string, v reflect.Value) {
+	val := w.enc.value(w.val[:0], v, true)
 	w.val = val
-	b := strconv.AppendInt(w.buf, int64(len(val)), 10)
+	b := strconv.AppendInt(w.buf, int64(len(path)), 10)
+	b = append(append(b, ':'), path...)
+	b = strconv.AppendInt(b, int64(len(val)), 10)
 	b = append(append(b, ':'), val...)
 	w.buf = append(b, '\n')
 }
@@ -181,15 +102,6 @@ func listDefaults(r middleware.RetrySettings) middleware.RetrySettings {
 	return r
 }
 
-// lookupTree returns the value at the dotted path rel of a toTree tree.
-func lookupTree(tree map[string]any, rel string) any {
-	var v any = tree
-	for seg := range strings.SplitSeq(rel, ".") {
-		v = v.(map[string]any)[seg]
-	}
-	return v
-}
-
 // writeHashField writes each part to h with its length, so that no two
 // different sequences of parts write the same bytes.
 func writeHashField(h hash.Hash, parts ...string) {
@@ -200,8 +112,8 @@ func writeHashField(h hash.Hash, parts ...string) {
 }
 
 // referencedFiles lists the config file and every TLS and secret file named
-// by the defaults or any client, each once: the files whose change should
-// trigger a reload.
+// by the defaults or any client (the *_file keys of the key table), each
+// once: the files whose change should trigger a reload.
 func referencedFiles(file string, cfg Config) []string {
 	seen := map[string]bool{}
 	var out []string
@@ -214,7 +126,12 @@ func referencedFiles(file string, cfg Config) []string {
 	add(file)
 	var named []string
 	for _, c := range append([]ClientConfig{cfg.Defaults}, slices.Collect(maps.Values(cfg.Clients))...) {
-		named = append(named, c.TLS.CAFile, c.TLS.CertFile, c.TLS.KeyFile, c.Auth.BearerTokenFile, c.Auth.Basic.PasswordFile)
+		cv := reflect.ValueOf(&c).Elem()
+		for _, l := range keyTable {
+			if l.file {
+				named = append(named, l.valueOf(cv).String())
+			}
+		}
 	}
 	slices.Sort(named)
 	for _, p := range named {
@@ -223,40 +140,29 @@ func referencedFiles(file string, cfg Config) []string {
 	return out
 }
 
-// Equal reports whether c and o hold the same settings, at a fraction of
-// Hash's cost: when it reports true, Hash reports the same digest for both,
+// Equal reports whether c and o hold the same settings, without Hash's
+// buffers and digest: when it reports true, Hash reports the same digest for both,
 // except that Equal compares floats as numbers (-0 equals 0; NaN equals
 // nothing), where Hash tells -0 from 0. As in Hash, a nil and an empty map
 // are alike, and a nil retry list equals its default list but not an empty
-// one. It is safe for concurrent use.
+// one. It compares every key of the key table, then the routes. It is safe
+// for concurrent use.
 func (c ClientConfig) Equal(o ClientConfig) bool {
-	cr, or := listDefaults(c.Retry), listDefaults(o.Retry)
-	// Each block but retry compares with == (a block that gains a map or a
-	// slice no longer compiles here); TestClientConfigEqualSeesEveryKey
-	// fails for a key this function forgets.
-	return c.Timeout == o.Timeout &&
-		maps.Equal(c.Headers, o.Headers) &&
-		c.Transport == o.Transport &&
-		c.TLS == o.TLS &&
-		cr.MaxRetries == or.MaxRetries &&
-		cr.InitialBackoff == or.InitialBackoff &&
-		cr.MaxBackoff == or.MaxBackoff &&
-		cr.Jitter == or.Jitter &&
-		slices.Equal(cr.RetryableStatus, or.RetryableStatus) &&
-		slices.Equal(cr.RetryableMethods, or.RetryableMethods) &&
-		cr.RetryAllMethods == or.RetryAllMethods &&
-		cr.AttemptTimeout == or.AttemptTimeout &&
-		cr.MaxBufferedBody == or.MaxBufferedBody &&
-		cr.Multiplier == or.Multiplier &&
-		cr.RateLimited == or.RateLimited &&
-		cr.AttemptHeader == or.AttemptHeader &&
-		cr.Budget == or.Budget &&
-		c.CircuitBreaker == o.CircuitBreaker &&
-		c.Bulkhead == o.Bulkhead &&
-		c.RateLimit == o.RateLimit &&
-		c.Auth == o.Auth &&
-		c.Logging == o.Logging &&
-		c.Hedge == o.Hedge &&
-		c.Fault == o.Fault &&
-		routesEqual(c.Routes, o.Routes)
+	c.Retry, o.Retry = listDefaults(c.Retry), listDefaults(o.Retry)
+	cv, ov := reflect.ValueOf(&c).Elem(), reflect.ValueOf(&o).Elem()
+	// keyTable is in declaration order, so a block's keys come together:
+	// each block is looked up once, not once per key.
+	var parent []int
+	cb, ob := cv, ov
+	for _, l := range keyTable {
+		n := len(l.index) - 1
+		if !slices.Equal(l.index[:n], parent) {
+			parent = l.index[:n]
+			cb, ob = cv.FieldByIndex(parent), ov.FieldByIndex(parent)
+		}
+		if !leafEqual(l.kind, cb.Field(l.index[n]), ob.Field(l.index[n])) {
+			return false
+		}
+	}
+	return routesEqual(c.Routes, o.Routes)
 }

@@ -153,3 +153,19 @@ func TestNilAndEmptyRetryListsDiffer(t *testing.T) {
 		})
 	}
 }
+
+// TestChangedKeysSeesAListItemSplitDifferently: ChangedKeys compares the
+// canonical encoding Equal and Hash judge by, not the rendered text, so
+// [GET, POST] and ["GET, POST"], which render alike, are a change.
+func TestChangedKeysSeesAListItemSplitDifferently(t *testing.T) {
+	a, b := config.Default(), config.Default()
+	a.Retry.RetryableMethods = []string{"GET", "POST"}
+	b.Retry.RetryableMethods = []string{"GET, POST"}
+	if a.Equal(b) {
+		t.Fatal("Equal: got true, want false")
+	}
+	got := config.ChangedKeys(a, b)
+	if len(got) != 1 || got[0].Key != "retry.retryable_methods" {
+		t.Fatalf("ChangedKeys: got %+v, want retry.retryable_methods changed", got)
+	}
+}

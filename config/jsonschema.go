@@ -32,7 +32,7 @@ const SchemaID = "https://github.com/switchboard-http/switchboard/clients.schema
 // Every call returns a fresh slice with the same content. It is safe for
 // concurrent use.
 func JSONSchema() []byte {
-	client := sectionSchema("", clientSchema, reflect.TypeFor[ClientConfig](), toTree(Default()))
+	client := clientSectionSchema()
 	client["type"] = []string{"object", "null"}
 	client["properties"].(map[string]any)["routes"] = routesSchema(client["properties"].(map[string]any))
 	client["description"] = "A client section: every key is optional; a key left out inherits from `defaults`, which inherits the built-in defaults."
@@ -95,29 +95,38 @@ func routesSchema(props map[string]any) map[string]any {
 	}
 }
 
-// sectionSchema returns the schema of section f at path, whose Go type is t
-// and whose built-in values are def.
-func sectionSchema(path string, f *field, t reflect.Type, def map[string]any) map[string]any {
-	props := make(map[string]any, len(f.names))
-	for _, name := range f.names {
-		c := f.children[name]
-		p := joinPath(path, name)
-		sf := t.Field(c.index)
-		if c.kind == kindSection {
-			sub, _ := def[name].(map[string]any)
-			s := sectionSchema(p, c, sf.Type, sub)
-			if d := keyDocs[p]; d != "" {
-				s["description"] = d
+// clientSectionSchema returns the schema of a client section, built from
+// the key table: each leaf's schema placed under its sections.
+func clientSectionSchema() map[string]any {
+	root := sectionSchema("")
+	for _, l := range keyTable {
+		segs := strings.Split(l.path, ".")
+		s, path := root, ""
+		for _, seg := range segs[:len(segs)-1] {
+			path = joinPath(path, seg)
+			props := s["properties"].(map[string]any)
+			sub, ok := props[seg].(map[string]any)
+			if !ok {
+				sub = sectionSchema(path)
+				props[seg] = sub
 			}
-			props[name] = s
-			continue
+			s = sub
 		}
-		props[name] = leafSchema(p, c, sf.Tag, def[name])
+		s["properties"].(map[string]any)[segs[len(segs)-1]] = leafSchema(l.path, l, l.tag, l.def)
 	}
+	return root
+}
+
+// sectionSchema returns the schema of the section at path, its keys still
+// to be added.
+func sectionSchema(path string) map[string]any {
 	s := map[string]any{
 		"type":                 []string{"object", "null"},
 		"additionalProperties": false,
-		"properties":           props,
+		"properties":           map[string]any{},
+	}
+	if d := keyDocs[path]; d != "" && path != "" {
+		s["description"] = d
 	}
 	if rule := sectionRules[path]; rule != nil {
 		s["allOf"] = rule
@@ -171,7 +180,7 @@ func leafSchema(path string, f *field, tag reflect.StructTag, def any) map[strin
 		} else {
 			s["type"] = "string"
 		}
-		if p := keyPatterns[path]; p != "" {
+		if p := f.pattern; p != "" {
 			s["pattern"] = p
 		}
 	case kindIntList:
@@ -180,7 +189,7 @@ func leafSchema(path string, f *field, tag reflect.StructTag, def any) map[strin
 		s["type"], s["items"] = "array", item
 	case kindStringList:
 		item := map[string]any{"type": "string"}
-		if p := keyPatterns[path]; p != "" {
+		if p := f.pattern; p != "" {
 			item["pattern"] = p
 		}
 		s["type"], s["items"] = "array", item
@@ -190,8 +199,8 @@ func leafSchema(path string, f *field, tag reflect.StructTag, def any) map[strin
 		// A number or boolean is taken as written, like any string key.
 		s["additionalProperties"] = map[string]any{"type": []string{"string", "number", "boolean"}}
 	}
-	if d := keyDocs[path]; d != "" {
-		s["description"] = d
+	if f.doc != "" {
+		s["description"] = f.doc
 	}
 	if def != nil {
 		s["default"] = jsonValue(def)

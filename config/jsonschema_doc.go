@@ -96,14 +96,16 @@ var keyDocs = map[string]string{
 	"fault.header":         "If set, only requests carrying this header are faulted. \"\" = every request.",
 }
 
-// keyPatterns are the string syntaxes the schema checks besides the types,
-// keyed like keyDocs; for a list, the pattern applies to its items. Each
-// mirrors a check of Validate.
-var keyPatterns = map[string]string{
+// keyFormats are the syntaxes of keys that their type and tags do not say,
+// keyed like keyDocs: the pattern the JSON Schema checks (for a list, on
+// its items), mirroring a check of Validate, and the words the reference
+// shows in its allowed column.
+var keyFormats = map[string]struct{ pattern, allowed string }{
 	// RFC 9110 token characters.
-	"retry.retryable_methods": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$",
-	"transport.proxy_url":     `^$|^(http|https|socks5)://[^/?#\s]+`,
-	"auth.host":               `^[^/?#@ ]*$`,
+	"retry.retryable_methods":       {"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", "HTTP methods"},
+	"transport.proxy_url":           {`^$|^(http|https|socks5)://[^/?#\s]+`, "http, https or socks5 URL"},
+	"auth.host":                     {`^[^/?#@ ]*$`, "host[:port]"},
+	"retry.rate_limited.multiplier": {"", "0 or >= 1"},
 }
 
 // headerNamePattern is the syntax of a header name: an RFC 9110 token.

@@ -33,53 +33,19 @@ type Key struct {
 	Secret bool
 }
 
-// leafInfo is one leaf of the client schema with its struct field.
-type leafInfo struct {
-	path string
-	f    *field
-	sf   reflect.StructField
-}
-
-// leafList is leaves(), computed once; never changed.
-var leafList = leaves()
-
-// leaves returns every leaf of the client section in declaration order
-// (the order of the file format, as docs/reference.md lists it), headers included.
-func leaves() []leafInfo {
-	var out []leafInfo
-	var walk func(prefix string, f *field, t reflect.Type)
-	walk = func(prefix string, f *field, t reflect.Type) {
-		names := slices.Clone(f.names)
-		slices.SortFunc(names, func(a, b string) int { return f.children[a].index - f.children[b].index })
-		for _, name := range names {
-			c := f.children[name]
-			sf := t.Field(c.index)
-			p := joinPath(prefix, name)
-			if c.kind == kindSection {
-				walk(p, c, sf.Type)
-				continue
-			}
-			out = append(out, leafInfo{path: p, f: c, sf: sf})
-		}
-	}
-	walk("", clientSchema, reflect.TypeFor[ClientConfig]())
-	return out
-}
-
 // Keys returns every key of a client section in the order of the file
 // format, each with its type, built-in default, allowed values and
 // description. Every call returns a fresh slice. It is safe for concurrent use.
 func Keys() []Key {
-	def := toTree(Default())
 	var out []Key
-	for _, l := range leafList {
+	for _, l := range keyTable {
 		out = append(out, Key{
 			Path:    l.path,
-			Type:    typeName(l.f.kind),
-			Default: render(l.f.kind, lookupTree(def, l.path)),
+			Type:    typeName(l.kind),
+			Default: render(l.kind, l.def),
 			Allowed: allowed(l),
-			Doc:     keyDocs[l.path],
-			Secret:  l.f.secret,
+			Doc:     l.doc,
+			Secret:  l.secret,
 		})
 	}
 	return out
@@ -108,8 +74,8 @@ func typeName(k kind) string {
 }
 
 // allowed renders the enumeration or range of a leaf.
-func allowed(l leafInfo) string {
-	tag := l.sf.Tag
+func allowed(l *field) string {
+	tag := l.tag
 	if e := enumOf(tag); e != nil {
 		shown := slices.Clone(e)
 		for i, v := range shown {
@@ -126,9 +92,9 @@ func allowed(l leafInfo) string {
 	switch {
 	case hasLo && hasXhi:
 		return "[" + lo + ", " + xhi + ")"
-	case l.f.kind == kindDuration && hasXlo:
+	case l.kind == kindDuration && hasXlo:
 		return "> " + xlo
-	case l.f.kind == kindDuration:
+	case l.kind == kindDuration:
 		return ">= 0"
 	case hasLo && hasHi:
 		return lo + ".." + hi
@@ -139,17 +105,7 @@ func allowed(l leafInfo) string {
 	case hasXlo:
 		return "> " + xlo
 	}
-	switch l.path {
-	case "retry.rate_limited.multiplier":
-		return "0 or >= 1"
-	case "retry.retryable_methods":
-		return "HTTP methods"
-	case "transport.proxy_url":
-		return "http, https or socks5 URL"
-	case "auth.host":
-		return "host[:port]"
-	}
-	return ""
+	return l.format
 }
 
 // render writes a canonical tree value as YAML would show it.
@@ -256,11 +212,11 @@ func (c ClientConfig) settings() []rawSetting {
 
 // leafSettings returns the settings of c's own keys, routes left out.
 func (c ClientConfig) leafSettings() []rawSetting {
-	tree := toTree(c)
+	cv := reflect.ValueOf(&c).Elem()
 	var out []rawSetting
-	for _, l := range leafList {
-		v := lookupTree(tree, l.path)
-		if l.f.kind == kindStringMap {
+	for _, l := range keyTable {
+		v := treeValue(l.kind, l.valueOf(cv))
+		if l.kind == kindStringMap {
 			h := v.(map[string]any)
 			if len(h) == 0 {
 				out = append(out, rawSetting{key: l.path, kind: kindStringMap, value: h})
@@ -271,7 +227,7 @@ func (c ClientConfig) leafSettings() []rawSetting {
 			}
 			continue
 		}
-		out = append(out, rawSetting{key: l.path, kind: l.f.kind, value: v, secret: l.f.secret})
+		out = append(out, rawSetting{key: l.path, kind: l.kind, value: v, secret: l.secret})
 	}
 	return out
 }
@@ -334,7 +290,7 @@ func ChangedKeys(old, new ClientConfig) []KeyChange {
 	for _, k := range keys {
 		oe, inOld := om[k]
 		ne, inNew := nm[k]
-		if inOld && inNew && render(oe.raw.kind, oe.raw.value) == render(ne.raw.kind, ne.raw.value) {
+		if inOld && inNew && canonicalOf(oe.raw.value) == canonicalOf(ne.raw.value) {
 			continue
 		}
 		if k == "headers" { // the empty-map placeholder appearing or going
@@ -357,7 +313,7 @@ func ChangedKeys(old, new ClientConfig) []KeyChange {
 // keyOrder is the position of key in the file format: the index of its
 // leaf, headers sorted within theirs.
 func keyOrder(key string) int {
-	for i, l := range leafList {
+	for i, l := range keyTable {
 		if key == l.path || strings.HasPrefix(key, l.path+".") {
 			return i
 		}

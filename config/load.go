@@ -82,9 +82,9 @@ func (l Loader) LoadContext(ctx context.Context) (Config, error) {
 	ih := sha256.New()
 
 	builtin := toTree(Default())
-	clientSchema.walkLeaves("", func(rel string, _ *field) {
-		st.origins["defaults."+rel] = Origin{Layer: LayerBuiltin, Path: "defaults." + rel}
-	})
+	for _, l := range keyTable {
+		st.origins["defaults."+l.path] = Origin{Layer: LayerBuiltin, Path: "defaults." + l.path}
+	}
 	if err := st.merge(map[string]any{"defaults": builtin, "clients": map[string]any{}}); err != nil {
 		return Config{}, err
 	}

@@ -26,7 +26,8 @@ func (st *loadState) provenance(cfg Config) *Provenance {
 					own[RouteKey(pattern, rel)] = o
 				}
 			}
-			clientSchema.walkLeaves("", func(rel string, f *field) {
+			for _, f := range keyTable {
+				rel := f.path
 				keys := []string{rel}
 				if f.kind == kindStringMap {
 					keys = keys[:0]
@@ -41,7 +42,7 @@ func (st *loadState) provenance(cfg Config) *Provenance {
 						}
 					}
 				}
-			})
+			}
 		}
 		p.Clients[name] = own
 	}
@@ -63,15 +64,15 @@ func (st *loadState) originsOf(prefix, fallback string, c ClientConfig) map[stri
 			}
 		}
 	}
-	clientSchema.walkLeaves("", func(rel string, f *field) {
+	for _, f := range keyTable {
 		if f.kind != kindStringMap {
-			add(rel)
-			return
+			add(f.path)
+			continue
 		}
 		for _, h := range slices.Sorted(maps.Keys(c.Headers)) {
-			add(rel + "." + h)
+			add(f.path + "." + h)
 		}
-	})
+	}
 	return out
 }
 

@@ -115,10 +115,9 @@ func validateRoutes(v *validator, c ClientConfig, strict bool, clientErrs []*Fie
 		rp := v.prefix + ".routes." + strconv.Quote(p)
 		rv := &validator{prefix: rp}
 		rc := r.Client(ClientConfig{})
-		rv.nonNegDuration("timeout", rc.Timeout)
+		validateLeaves(rv, rc, strict, routeAllowed)
 		validateHeaders(rv, rc.Headers)
-		validateRetry(rv, rc.Retry, rc.Timeout, strict)
-		validateHedge(rv, rc.Hedge, strict)
+		validateRetry(rv, rc.Retry, rc.Timeout)
 		for _, fe := range rv.errs {
 			if !seen[strings.TrimPrefix(fe.Path, rp+".")+"\x00"+fe.Msg] {
 				v.errs = append(v.errs, fe)

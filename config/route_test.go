@@ -99,6 +99,9 @@ func TestRouteValidationErrors(t *testing.T) {
 		{"bad method", `"get /v1": {timeout: 1s}`, nil}, // lower-case methods are valid ServeMux patterns
 		{"conflicting patterns", `{"GET /a/{x}": {timeout: 1s}, "GET /{y}/b": {timeout: 2s}}`, []string{"invalid route pattern", "conflicts"}},
 		{"not a section", `"GET /": 5`, []string{`clients.billing.routes."GET /": must be a route section`}},
+		{"port not a number", `"POST billing.test:https/v1/charges": {timeout: 1s}`,
+			[]string{`clients.billing.routes."POST billing.test:https/v1/charges": invalid route pattern: host "billing.test:https": port must be a number`}},
+		{"host with a port", `"POST billing.test:8443/v1/charges": {retry: {max_retries: 0}}`, nil}, // matched on host and port
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -153,3 +153,56 @@ func TestEqualAndHashSeeAChangedSecret(t *testing.T) {
 		})
 	}
 }
+
+// TestMalformedAuthSectionErrorNeverQuotesTheCredential: a section that
+// holds a secret (auth, auth.basic, headers, a client, defaults, routes,
+// clients) written as a scalar is reported by its path, never by its
+// value, from the file and from a Source.
+func TestMalformedAuthSectionErrorNeverQuotesTheCredential(t *testing.T) {
+	const cred = "svc:" + testPassword
+	tests := []struct{ name, yaml, path string }{
+		{"basic as text", "clients:\n  billing:\n    auth: {host: api.test, basic: \"" + cred + "\"}\n", "clients.billing.auth.basic"},
+		{"auth as text", "clients:\n  billing:\n    auth: \"Bearer " + cred + "\"\n", "clients.billing.auth"},
+		{"client as text", "clients:\n  billing: \"Bearer " + cred + "\"\n", "clients.billing"},
+		{"defaults as text", "defaults: \"Bearer " + cred + "\"\n", "defaults"},
+		{"clients as text", "clients: \"Bearer " + cred + "\"\n", "clients"},
+		{"route as text", "clients:\n  billing:\n    routes:\n      \"GET /\": \"Bearer " + cred + "\"\n", `clients.billing.routes."GET /"`},
+		{"routes as text", "clients:\n  billing:\n    routes: \"Bearer " + cred + "\"\n", "clients.billing.routes"},
+		{"basic as a number", "clients:\n  billing:\n    auth: {host: api.test, basic: 12345678}\n", "clients.billing.auth.basic"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := mustFail(t, config.Loader{File: writeConfig(t, tt.yaml)}, tt.path)
+			for _, secret := range []string{testPassword, "12345678"} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("load error quotes the credential: %v", err)
+				}
+			}
+		})
+	}
+	src := mapSource{name: "mem", tree: map[string]any{"clients": map[string]any{"billing": map[string]any{
+		"auth": map[string]any{"host": "api.test", "basic": cred},
+	}}}}
+	err := mustFail(t, config.Loader{Sources: []config.Source{src}}, "clients.billing.auth.basic", "source mem")
+	if strings.Contains(err.Error(), testPassword) {
+		t.Errorf("load error from a Source quotes the credential: %v", err)
+	}
+}
+
+// TestInlineSecretWithALineBreakIsRejectedAtLoad: a bearer token or basic
+// password with a CR or LF would fail every call; it is rejected at load,
+// naming the key and where it was set, without quoting it.
+func TestInlineSecretWithALineBreakIsRejectedAtLoad(t *testing.T) {
+	path := writeConfig(t, "clients:\n  billing:\n    auth:\n      host: api.test\n      bearer_token: \""+testToken+"\\n\"\n")
+	err := mustFail(t, config.Loader{File: path}, "clients.billing.auth.bearer_token", "line break", "line 5")
+	if strings.Contains(err.Error(), testToken) {
+		t.Errorf("load error quotes the token: %v", err)
+	}
+	err = mustFail(t, config.Loader{
+		File:      writeConfig(t, "clients:\n  billing:\n    auth: {host: api.test, basic: {username: alice}}\n"),
+		EnvPrefix: "SB_", Environ: environ("SB_CLIENTS__BILLING__AUTH__BASIC__PASSWORD=" + testPassword + "\r"),
+	}, "clients.billing.auth.basic.password", "line break", "env SB_CLIENTS__BILLING__AUTH__BASIC__PASSWORD")
+	if strings.Contains(err.Error(), testPassword) {
+		t.Errorf("load error quotes the password: %v", err)
+	}
+}

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"maps"
 	"slices"
-	"strconv"
 	"time"
 )
 
@@ -123,10 +121,12 @@ func (st *loadState) sourceLayer(src Source, ih hash.Hash) (tree map[string]any,
 	if err != nil {
 		return nil, nil, fmt.Errorf("config source %s: %w", name, err)
 	}
-	writeHashField(ih, "source", name)
-	hashTree(ih, "", raw)
 	w := &fileWalker{st: st, layer: LayerSource, name: name}
 	tree, clients = w.top(normalize(raw).(map[string]any))
+	// The checked tree, in the canonical encoding of Hash: an empty list
+	// or map differs from an absent key. A tree with a bad value fails
+	// the load, so nothing it dropped could hide a change.
+	writeHashField(ih, "source", name, string(canonicalTree(tree)))
 	return tree, clients, nil
 }
 
@@ -191,29 +191,6 @@ func normalize(v any) any {
 		return float64(x)
 	}
 	return v
-}
-
-// hashTree writes a Source's tree to h in a stable order, so that equal
-// trees hash alike whatever their maps' order.
-func hashTree(h hash.Hash, path string, v any) {
-	switch x := v.(type) {
-	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			hashTree(h, path+"."+k, x[k])
-		}
-	case map[any]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[fmt.Sprint(k)] = e
-		}
-		hashTree(h, path, m)
-	case []any:
-		for i, e := range x {
-			hashTree(h, path+"["+strconv.Itoa(i)+"]", e)
-		}
-	default:
-		writeHashField(h, path, fmt.Sprintf("%T", v), fmt.Sprint(v))
-	}
 }
 
 // mergeNames returns the sorted union of two sorted name lists.

@@ -153,3 +153,35 @@ func writeYAML(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+func TestSourceEditAddingAnEmptyListOrMapChangesInputHash(t *testing.T) {
+	base := func() map[string]any {
+		return map[string]any{"clients": map[string]any{
+			"billing": map[string]any{"retry": map[string]any{"max_retries": 2}},
+		}}
+	}
+	load := func(tree map[string]any) config.Config {
+		t.Helper()
+		return mustLoad(t, config.Loader{Sources: []config.Source{mapSource{name: "mem", tree: tree}}})
+	}
+	before := load(base())
+
+	emptyList := base()
+	emptyList["clients"].(map[string]any)["billing"].(map[string]any)["retry"].(map[string]any)["retryable_status"] = []any{}
+	emptyClient := base()
+	emptyClient["clients"].(map[string]any)["search"] = map[string]any{}
+
+	for name, tree := range map[string]map[string]any{
+		"retryable_status: []": emptyList,
+		"clients.search: {}":   emptyClient,
+	} {
+		after := load(tree)
+		if after.InputHash == before.InputHash {
+			t.Errorf("%s: InputHash did not change, so a reload would skip the edit", name)
+		}
+	}
+	// Removing them again (search: {} removed) gives the first hash back.
+	if again := load(base()); again.InputHash != before.InputHash {
+		t.Fatalf("the same tree hashed differently: %s vs %s", again.InputHash, before.InputHash)
+	}
+}

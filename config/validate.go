@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -76,66 +77,22 @@ func (v *validator) failAbout(key string, about []string, format string, args ..
 	}
 }
 
-func (v *validator) nonNegInt(key string, n int) {
-	if n < 0 {
-		v.fail(key, "must be >= 0, got %d", n)
-	}
-}
-
-func (v *validator) atLeastOne(key string, n int) {
-	if n < 1 {
-		v.fail(key, "must be >= 1, got %d", n)
-	}
-}
-
-func (v *validator) nonNegDuration(key string, d time.Duration) {
-	if d < 0 {
-		v.fail(key, "must be >= 0, got %s", d)
-	}
-}
-
-func (v *validator) nonNegFloat(key string, x float64) {
-	if !(x >= 0) {
-		v.fail(key, "must be >= 0, got %g", x)
-	}
-}
-
-// percent checks a share written in percent, in [0, 100].
-func (v *validator) percent(key string, x float64) {
-	if !(x >= 0 && x <= 100) {
-		v.fail(key, "must be in [0, 100], got %v", x)
-	}
-}
-
-func (v *validator) oneOf(key, got string, allowed ...string) {
-	if got != "" && !slices.Contains(allowed, got) {
-		v.fail(key, "must be one of %s, got %s", strings.Join(allowed, ", "), quoteShort(got))
-	}
-}
-
 // validateClient checks one client (or the defaults) section at prefix.
 // Strict is for loaded files, where a zero breaker number was written on
 // purpose; otherwise a zero one stands for its default.
 func validateClient(prefix string, c ClientConfig, strict bool) []*FieldError {
 	v := &validator{prefix: prefix}
-	v.nonNegDuration("timeout", c.Timeout)
+	validateLeaves(v, c, strict, nil)
 	validateHeaders(v, c.Headers)
 	validateTransport(v, c.Transport)
 	validateTLS(v, c.TLS)
-	validateRetry(v, c.Retry, c.Timeout, strict)
-	validateBreaker(v, c.CircuitBreaker, strict)
-	v.nonNegInt("bulkhead.max_concurrent", c.Bulkhead.MaxConcurrent)
-	v.nonNegDuration("bulkhead.max_wait", c.Bulkhead.MaxWait)
-	v.nonNegFloat("rate_limit.requests_per_second", c.RateLimit.RequestsPerSecond)
-	v.nonNegInt("rate_limit.burst", c.RateLimit.Burst)
+	validateRetry(v, c.Retry, c.Timeout)
 	if c.RateLimit.RequestsPerSecond > 0 && c.RateLimit.Burst < 1 {
 		v.failAbout("rate_limit.burst", []string{"rate_limit.requests_per_second"}, "must be >= 1 when requests_per_second is set, got %d", c.RateLimit.Burst)
 	}
 	validateAuth(v, c.Auth)
-	validateHedge(v, c.Hedge, strict)
+	validateSecrets(v, c)
 	validateFault(v, c.Fault)
-	v.oneOf("logging.level", string(c.Logging.Level),
-		string(middleware.LogDebug), string(middleware.LogInfo), string(middleware.LogOff))
 	validateRoutes(v, c, strict, slices.Clone(v.errs))
 	return v.errs
 }
@@ -151,23 +108,10 @@ func validateHeaders(v *validator, h map[string]string) {
 	}
 }
 
-func validateHedge(v *validator, h middleware.HedgeSettings, strict bool) {
-	v.nonNegDuration("hedge.delay", h.Delay)
-	if p := h.DelayPercentile; !(p >= 0 && p < 1) {
-		v.fail("hedge.delay_percentile", "must be in [0, 1), got %g", p)
-	}
-	if strict || h.MaxHedges != 0 { // in code 0 stands for the default, 1
-		v.atLeastOne("hedge.max_hedges", h.MaxHedges)
-	}
-}
-
 func validateFault(v *validator, f middleware.FaultSettings) {
-	v.percent("fault.abort.percent", f.Abort.Percent)
-	v.percent("fault.delay.percent", f.Delay.Percent)
 	if f.Abort.Status != 0 && (f.Abort.Status < 200 || f.Abort.Status > 599) { // 0: the default, 503
 		v.fail("fault.abort.status", "must be a final HTTP status in [200, 599], got %d", f.Abort.Status)
 	}
-	v.nonNegDuration("fault.delay.duration", f.Delay.Duration)
 	if f.Delay.Percent > 0 && f.Delay.Duration <= 0 {
 		v.failAbout("fault.delay.duration", []string{"fault.delay.percent"}, "must be > 0 when fault.delay.percent is set, got %v", f.Delay.Duration)
 	}
@@ -177,16 +121,6 @@ func validateFault(v *validator, f middleware.FaultSettings) {
 }
 
 func validateTransport(v *validator, t TransportConfig) {
-	v.nonNegDuration("transport.dial_timeout", t.DialTimeout)
-	v.nonNegDuration("transport.keep_alive", t.KeepAlive)
-	v.nonNegDuration("transport.tls_handshake_timeout", t.TLSHandshakeTimeout)
-	v.nonNegDuration("transport.response_header_timeout", t.ResponseHeaderTimeout)
-	v.nonNegDuration("transport.idle_conn_timeout", t.IdleConnTimeout)
-	v.nonNegInt("transport.max_idle_conns", t.MaxIdleConns)
-	v.nonNegInt("transport.max_idle_conns_per_host", t.MaxIdleConnsPerHost)
-	v.nonNegInt("transport.max_conns_per_host", t.MaxConnsPerHost)
-	v.nonNegInt("transport.max_redirects", t.MaxRedirects)
-	v.nonNegDuration("transport.max_conn_age", t.MaxConnAge)
 	if t.ProxyURL != "" {
 		// The URL is never shown: it may hold a password.
 		u, err := url.Parse(t.ProxyURL)
@@ -202,7 +136,6 @@ func validateTransport(v *validator, t TransportConfig) {
 }
 
 func validateTLS(v *validator, t TLSConfig) {
-	v.oneOf("tls.min_version", t.MinVersion, "1.0", "1.1", "1.2", "1.3")
 	switch {
 	case t.CertFile != "" && t.KeyFile == "":
 		v.failAbout("tls.key_file", []string{"tls.cert_file"}, "must be set when cert_file is set")
@@ -212,15 +145,10 @@ func validateTLS(v *validator, t TLSConfig) {
 	v.tlsFiles(t)
 }
 
-func validateRetry(v *validator, r middleware.RetrySettings, timeout time.Duration, strict bool) {
-	v.nonNegInt("retry.max_retries", r.MaxRetries)
-	v.nonNegDuration("retry.initial_backoff", r.InitialBackoff)
-	v.nonNegDuration("retry.max_backoff", r.MaxBackoff)
+func validateRetry(v *validator, r middleware.RetrySettings, timeout time.Duration) {
 	if r.InitialBackoff > r.MaxBackoff && r.MaxBackoff >= 0 {
 		v.failAbout("retry.initial_backoff", []string{"retry.max_backoff"}, "must be <= max_backoff (%s), got %s", r.MaxBackoff, r.InitialBackoff)
 	}
-	v.oneOf("retry.jitter", string(r.Jitter), string(middleware.JitterFull), string(middleware.JitterEqual),
-		string(middleware.JitterDecorrelated), string(middleware.JitterNone))
 	for i, s := range r.RetryableStatus {
 		if s < 100 || s > 599 {
 			v.fail("retry.retryable_status", "item %d must be a status code in 100..599, got %d", i+1, s)
@@ -231,25 +159,13 @@ func validateRetry(v *validator, r middleware.RetrySettings, timeout time.Durati
 			v.fail("retry.retryable_methods", "item %d must be an HTTP method, got %s", i+1, quoteShort(m))
 		}
 	}
-	v.nonNegDuration("retry.attempt_timeout", r.AttemptTimeout)
 	if r.AttemptTimeout > 0 && timeout > 0 && r.AttemptTimeout >= timeout {
 		v.failAbout("retry.attempt_timeout", []string{"timeout"}, "must be less than timeout (%s), got %s", timeout, r.AttemptTimeout)
 	}
-	if r.MaxBufferedBody < 0 {
-		v.fail("retry.max_buffered_body", "must be >= 0, got %d", r.MaxBufferedBody)
-	}
-	// In code a zero multiplier stands for the default (2), as for NewBreaker.
-	if m := r.Multiplier; !(m >= 1) && (strict || m != 0) {
-		v.fail("retry.multiplier", "must be >= 1, got %g", m)
-	}
 	rl := r.RateLimited
-	v.nonNegDuration("retry.rate_limited.initial_backoff", rl.InitialBackoff)
-	v.nonNegDuration("retry.rate_limited.max_backoff", rl.MaxBackoff)
 	if m := rl.Multiplier; m != 0 && !(m >= 1) {
 		v.fail("retry.rate_limited.multiplier", "must be 0 (the main multiplier) or >= 1, got %g", m)
 	}
-	v.oneOf("retry.rate_limited.jitter", string(rl.Jitter), string(middleware.JitterFull), string(middleware.JitterEqual),
-		string(middleware.JitterDecorrelated), string(middleware.JitterNone))
 	if e := r.ForRateLimited(); (rl.InitialBackoff > 0 || rl.MaxBackoff > 0) && e.InitialBackoff > e.MaxBackoff && e.MaxBackoff >= 0 &&
 		rl.InitialBackoff >= 0 && rl.MaxBackoff >= 0 {
 		v.fail("retry.rate_limited.initial_backoff", "must be <= the rate-limited max_backoff (%s), got %s", e.MaxBackoff, e.InitialBackoff)
@@ -257,35 +173,6 @@ func validateRetry(v *validator, r middleware.RetrySettings, timeout time.Durati
 	if r.AttemptHeader != "" && !isToken(r.AttemptHeader) {
 		v.fail("retry.attempt_header", "must be an HTTP header name, got %s", quoteShort(r.AttemptHeader))
 	}
-	v.nonNegFloat("retry.budget.ratio", r.Budget.Ratio)
-	v.nonNegFloat("retry.budget.min_per_second", r.Budget.MinPerSecond)
-	v.nonNegDuration("retry.budget.ttl", r.Budget.TTL)
-}
-
-func validateBreaker(v *validator, b middleware.BreakerSettings, strict bool) {
-	v.oneOf("circuit_breaker.mode", string(b.Mode), string(middleware.BreakerConsecutive), string(middleware.BreakerRate), string(middleware.BreakerAdaptive))
-	if (strict || b.AdaptiveK != 0) && !(b.AdaptiveK >= 1) {
-		v.fail("circuit_breaker.adaptive_k", "must be >= 1, got %v", b.AdaptiveK)
-	}
-	// atLeast checks a count that must be >= 1, or 0 for "the default" when
-	// not strict.
-	atLeast := func(key string, n int) {
-		if strict || n != 0 {
-			v.atLeastOne(key, n)
-		}
-	}
-	atLeast("circuit_breaker.failure_threshold", b.FailureThreshold)
-	if r := b.FailureRateThreshold; !(r > 0 && r <= 1) && (strict || r != 0) {
-		v.fail("circuit_breaker.failure_rate_threshold", "must be in (0, 1], got %g", r)
-	}
-	if b.Window < 0 || (strict && b.Window == 0) {
-		v.fail("circuit_breaker.window", "must be > 0, got %s", b.Window)
-	}
-	atLeast("circuit_breaker.minimum_calls", b.MinimumCalls)
-	v.nonNegDuration("circuit_breaker.cooldown", b.Cooldown)
-	atLeast("circuit_breaker.half_open_max_requests", b.HalfOpenMaxRequests)
-	atLeast("circuit_breaker.success_threshold", b.SuccessThreshold)
-	v.oneOf("circuit_breaker.scope", string(b.Scope), string(middleware.ScopeClient), string(middleware.ScopeHost))
 }
 
 func validateAuth(v *validator, a middleware.AuthSettings) {
@@ -307,6 +194,18 @@ func validateAuth(v *validator, a middleware.AuthSettings) {
 	}
 	v.secretFile("auth.bearer_token_file", a.BearerTokenFile)
 	v.secretFile("auth.basic.password_file", a.Basic.PasswordFile)
+}
+
+// validateSecrets rejects a secret key (tagged secret:"true") whose value
+// holds a line break: it is sent in a header line, so every call would
+// fail. The value is never shown.
+func validateSecrets(v *validator, c ClientConfig) {
+	cv := reflect.ValueOf(c)
+	for _, l := range keyTable {
+		if l.secret && strings.ContainsAny(l.valueOf(cv).String(), "\r\n") {
+			v.fail(l.path, "must not contain a line break (CR or LF): it is sent in a header")
+		}
+	}
 }
 
 // credentialKeys are the auth keys that set a credential.

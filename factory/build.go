@@ -201,13 +201,17 @@ func (r *Registry) chain(p *pipeline, s config.RouteConfig, ev *middleware.Event
 	if p.bulkhead != nil {
 		layers = append(layers, p.bulkhead.MiddlewareFor(r.events(name, p.groups[ComponentBulkhead])))
 	}
+	// Every layer below retry copies a request before it writes to it, but
+	// code's attempt middleware may change theirs in place (Hooks.Attempt
+	// promises each attempt its own clone).
+	readOnly := len(h.Attempt) == 0
 	if s.Hedge.Enabled {
 		layers = append(layers, middleware.Hedge(s.Hedge, s.Retry, middleware.HedgeOptions{
-			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Latencies: p.latencies,
+			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Latencies: p.latencies, ReadOnlyBelow: readOnly,
 		}))
 	} else {
 		layers = append(layers, middleware.Retry(s.Retry, middleware.RetryOptions{
-			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Backoff: h.Backoff,
+			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Backoff: h.Backoff, ReadOnlyBelow: readOnly,
 		}))
 	}
 	layers = append(layers, middleware.AttemptTimeout(s.Retry.AttemptTimeout, tmo))
@@ -215,7 +219,7 @@ func (r *Registry) chain(p *pipeline, s config.RouteConfig, ev *middleware.Event
 	if p.limiter != nil {
 		layers = append(layers, p.limiter.MiddlewareFor(r.events(name, p.groups[ComponentRateLimit])))
 	}
-	layers = append(layers, middleware.Headers(s.Headers, middleware.HeadersOptions{}))
+	layers = append(layers, middleware.Headers(s.Headers, middleware.HeadersOptions{Events: ev}))
 	return middleware.Chain(layers...)(lower)
 }
 

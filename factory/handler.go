@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
-	"reflect"
 	"strings"
 	"time"
 
@@ -57,12 +56,13 @@ import (
 // retry.budget_exhausted is logged; it may go negative after a reload
 // lowers the ratio. null when the budget is off (ttl 0).
 //
-// Under "config", secrets never appear: values of keys tagged
-// secret:"true" (auth.bearer_token, auth.basic.password) read "REDACTED"
-// when set, values of headers whose name is sensitive
-// (middleware.IsSensitiveHeader) too, and transport.proxy_url's userinfo
-// reads REDACTED@ (http://REDACTED@proxy:3128), so a configured credential
-// shows. Names of secret files are shown. Durations are Go duration
+// Under "config", secrets never appear (it is ClientStatus.Config, which
+// Status redacts): values of keys tagged secret:"true" (auth.bearer_token,
+// auth.basic.password) read "REDACTED" when set, values of headers whose
+// name is sensitive (middleware.IsSensitiveHeader) too, and
+// transport.proxy_url's userinfo reads REDACTED@
+// (http://REDACTED@proxy:3128), so a configured credential shows, and its
+// sensitive query values read REDACTED. Names of secret files are shown. Durations are Go duration
 // strings; numbers that are not finite are null (JSON has no infinity).
 //
 // Mount it on an internal listener only: it tells whoever asks how the
@@ -161,54 +161,41 @@ func (s Status) MarshalJSON() ([]byte, error) { return json.Marshal(statusDocOf(
 // budget_balance is null.
 func (c ClientStatus) MarshalJSON() ([]byte, error) { return json.Marshal(clientDocOf(c)) }
 
-var durationType = reflect.TypeFor[time.Duration]()
-
-// configDoc returns c as a tree keyed like the file (the koanf tags), with
-// secrets redacted (see Handler).
+// configDoc returns c, a ClientStatus.Config whose secrets Status already
+// redacted (shownConfig), as a tree keyed like the file (the koanf tags).
 func configDoc(c config.ClientConfig) map[string]any {
-	m := structDoc(reflect.ValueOf(c))
-	headers := make(map[string]string, len(c.Headers))
-	for k, v := range c.Headers {
-		if middleware.IsSensitiveHeader(k) && v != "" {
-			v = middleware.Redacted
-		}
-		headers[k] = v
+	m := settingsDoc(c)
+	headers := c.Headers
+	if headers == nil {
+		headers = map[string]string{}
 	}
 	m["headers"] = headers
-	if t, ok := m["transport"].(map[string]any); ok && c.Transport.ProxyURL != "" {
-		t["proxy_url"] = middleware.RedactProxyURL(c.Transport.ProxyURL)
-	}
 	return m
 }
 
-// structDoc converts a settings struct: durations to strings, nested
-// structs to maps, secret:"true" strings to Redacted when set.
-func structDoc(v reflect.Value) map[string]any {
-	t := v.Type()
-	out := make(map[string]any, t.NumField())
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("koanf"), ",")
-		if name == "" || name == "-" || !f.IsExported() {
+// settingsDoc nests c.Settings() (secrets already redacted) into a tree
+// keyed like the file; the headers and routes are left to configDoc, and a
+// float that JSON cannot hold reads null.
+func settingsDoc(c config.ClientConfig) map[string]any {
+	out := map[string]any{}
+	for _, s := range c.Settings() {
+		if s.Key == "headers" || strings.HasPrefix(s.Key, "headers.") || strings.HasPrefix(s.Key, "routes.") {
 			continue
 		}
-		fv := v.Field(i)
-		switch {
-		case f.Tag.Get("secret") == "true":
-			s := ""
-			if !fv.IsZero() {
-				s = middleware.Redacted
-			}
-			out[name] = s
-		case f.Type == durationType:
-			out[name] = time.Duration(fv.Int()).String()
-		case f.Type.Kind() == reflect.Struct:
-			out[name] = structDoc(fv)
-		case f.Type.Kind() == reflect.Float32 || f.Type.Kind() == reflect.Float64:
-			out[name] = finite(fv.Float())
-		default:
-			out[name] = fv.Interface()
+		v := s.Value
+		if x, ok := v.(float64); ok {
+			v = finite(x)
 		}
+		m, segs := out, strings.Split(s.Key, ".")
+		for _, seg := range segs[:len(segs)-1] {
+			next, ok := m[seg].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				m[seg] = next
+			}
+			m = next
+		}
+		m[segs[len(segs)-1]] = v
 	}
 	return out
 }

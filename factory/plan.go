@@ -245,7 +245,7 @@ func planGroups(old, new groupView) map[groupKey]ComponentPlan {
 		if oc, ok := old[k]; ok {
 			comp := componentOf(k.block)
 			cp.Change, cp.Reason = Unchanged, ""
-			if comp.state.group.Settings(oc) != comp.state.group.Settings(nc) {
+			if !comp.state.group.Equal(oc, nc) {
 				cp.Change, cp.Reason = Retuned, "group "+k.name+"'s settings changed"
 				if rep := comp.state.replace; rep != nil {
 					if why := rep(clientInput{cfg: oc}, clientInput{cfg: nc}, nil); why != "" {

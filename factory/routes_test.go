@@ -4,10 +4,12 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/switchboard-http/switchboard/factory"
 	"github.com/switchboard-http/switchboard/internal/atomicfile"
+	"github.com/switchboard-http/switchboard/internal/fakert"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -143,5 +145,40 @@ clients:
 	}
 	if got := breakerState(r, "billing"); got != "open" {
 		t.Errorf("breaker: got %s, want open", got)
+	}
+}
+
+// TestRoutePatternWithPortMatchesSoAPaymentIsSentOnce: a route whose
+// pattern names a port ("POST billing.test:8443/v1/charges") with
+// retry.max_retries 0 serves the calls to that host and port; they used
+// to match no route and ran under the client's retries (the payment was
+// sent three times). A call to another port still runs with the client's.
+func TestRoutePatternWithPortMatchesSoAPaymentIsSentOnce(t *testing.T) {
+	const file = `
+clients:
+  billing:
+    retry: {max_retries: 2, retryable_methods: [GET, POST], ` + fastRetry + `}
+    routes:
+      "POST billing.test:8443/v1/charges": {retry: {max_retries: 0}}
+`
+	tests := []struct {
+		url  string
+		want int
+	}{
+		{"https://billing.test:8443/v1/charges", 1}, // the route: never retried
+		{"https://billing.test:9443/v1/charges", 3}, // another port: the client's 2 retries
+		{"https://billing.test/v1/charges", 3},      // 443 implied: not the route's port
+	}
+	for _, tt := range tests {
+		base := fakert.Status(503)
+		r, _ := openFile(t, file, factory.Options{Logger: discard(), Base: base, NoWatch: true})
+		resp, err := r.Get("billing").Post(tt.url, "application/json", strings.NewReader(`{"amount":1}`))
+		if err != nil {
+			t.Fatalf("POST %s: %v", tt.url, err)
+		}
+		resp.Body.Close()
+		if got := base.Calls(); got != tt.want {
+			t.Errorf("POST %s: sent %d times, want %d", tt.url, got, tt.want)
+		}
 	}
 }

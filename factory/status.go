@@ -12,7 +12,11 @@ import (
 )
 
 // Status is a snapshot of a registry for ops: what generation serves, how
-// the last reload went, and each client's state. It holds no secrets.
+// the last reload went, and each client's state. It holds no secrets: every
+// value that could carry one is redacted when the snapshot is taken (see
+// ClientStatus.Config; LastError is redacted as the reload records it), so
+// that every fmt verb (%v, %+v, %#v, %s), slog handler and encoding/json
+// prints REDACTED in its place. A plain value.
 type Status struct {
 	// Generation counts applied configs; the first one is 1.
 	Generation uint64 `json:"generation"`
@@ -32,15 +36,22 @@ type Status struct {
 	Sources []SourceStatus `json:"sources,omitempty"`
 }
 
-// ClientStatus is the state of one client.
+// ClientStatus is the state of one client. It holds no secrets (see
+// Config). A plain value.
 type ClientStatus struct {
 	Name string `json:"name"`
 	// Defined is true when the config has a section for the client; false
 	// for a name only seen by Get, which follows defaults.
 	Defined bool `json:"defined"`
 	// Config is the client's effective config, as its pipeline serves it
-	// (defaults merged in); secrets in it print as REDACTED. Handler shows
-	// it under "config".
+	// (defaults merged in), with every secret already replaced by REDACTED
+	// (middleware.Redacted), so that no printer or encoder can show one:
+	// the values of sensitive headers (middleware.IsSensitiveHeader), the
+	// client's and each route's, and transport.proxy_url's userinfo and
+	// sensitive query values (middleware.RedactProxyURL); the secret fields
+	// of auth are middleware.Secret, which prints itself as REDACTED. An
+	// empty value stays empty, so that "none set" shows. Handler shows it
+	// under "config".
 	Config config.ClientConfig `json:"-"`
 	// ConfigHash is the digest of the client's effective config.
 	ConfigHash string `json:"config_hash"`
@@ -89,7 +100,7 @@ func (r *Registry) Status() Status {
 	s.Generation = g.num
 	s.Clients = make([]ClientStatus, 0, len(g.pipes))
 	for _, p := range g.pipes {
-		cs := ClientStatus{Name: p.name, Defined: p.in.defined, Config: p.in.cfg, ConfigHash: p.configHash(), Generation: p.gen}
+		cs := ClientStatus{Name: p.name, Defined: p.in.defined, Config: shownConfig(p.in.cfg), ConfigHash: p.configHash(), Generation: p.gen}
 		cs.BudgetBalance = math.Inf(1) // no budget: every retry allowed
 		if p.budget != nil {
 			cs.BudgetBalance = p.budget.Balance()
@@ -123,4 +134,21 @@ func (r *Registry) Status() Status {
 	}
 	slices.SortFunc(s.Clients, func(a, b ClientStatus) int { return strings.Compare(a.Name, b.Name) })
 	return s
+}
+
+// shownConfig returns c as ClientStatus.Config shows it: the values a
+// printer could leak replaced by Redacted. c's maps are not changed; the
+// result has its own.
+func shownConfig(c config.ClientConfig) config.ClientConfig {
+	c.Headers = middleware.RedactHeaders(c.Headers)
+	c.Transport.ProxyURL = middleware.RedactProxyURL(c.Transport.ProxyURL)
+	if c.Routes != nil {
+		routes := make(map[string]config.RouteConfig, len(c.Routes))
+		for pattern, rc := range c.Routes {
+			rc.Headers = middleware.RedactHeaders(rc.Headers)
+			routes[pattern] = rc
+		}
+		c.Routes = routes
+	}
+	return c
 }

@@ -12,9 +12,9 @@ import (
 	"sync/atomic"
 )
 
-// MaxAuthWarnedHosts bounds how many distinct hosts one Auth layer
-// remembers having warned about, so that a client sent to ever new hosts
-// cannot grow its memory without end. Once the set is full, one last WARN
+// MaxAuthWarnedHosts bounds how many distinct hosts (for Headers, pairs of
+// hosts) one Auth or Headers layer remembers having warned about, so that
+// a client sent to ever new hosts cannot grow its memory without end. Once the set is full, one last WARN
 // says so and further hosts get no WARN of their own.
 const MaxAuthWarnedHosts = 1024
 
@@ -143,8 +143,8 @@ func Auth(s AuthSettings, o AuthOptions) Middleware {
 	if value == "" {
 		return identity
 	}
-	host, ev := s.Host, o.Events
-	a := &authLayer{host: host, value: []string{value}, ev: ev}
+	host := s.Host
+	a := &authLayer{host: host, value: []string{value}, warn: warnOnce{ev: o.Events}}
 	a.name, a.port = splitAuthHost(host)
 	return func(next http.RoundTripper) http.RoundTripper {
 		return RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
@@ -185,9 +185,17 @@ type authLayer struct {
 	name  string   // its host name, without brackets
 	port  string   // its port; "" = the default port of the request's scheme
 	value []string // the Authorization header value
-	ev    *Events
-	// warned holds the hosts already warned about (lock-free reads on the
-	// path of every request to another host); n counts them.
+	warn  warnOnce
+}
+
+// warnOnce logs each WARN about a withheld credential once per key (a host,
+// or a pair of hosts), remembering at most MaxAuthWarnedHosts keys. Auth
+// and Headers share it: one rule, one way of saying it was applied. The
+// zero value logs nothing; it is safe for concurrent use.
+type warnOnce struct {
+	ev *Events
+	// warned holds the keys already warned about (lock-free reads on the
+	// path of every request whose credential is withheld); n counts them.
 	warned sync.Map
 	n      atomic.Int64
 	full   atomic.Bool
@@ -250,51 +258,57 @@ func (a *authLayer) firstScheme(req *http.Request) (scheme string, ok bool) {
 
 // warnHost logs the one WARN for a request to another host, the first time.
 func (a *authLayer) warnHost(ctx context.Context, host string) {
-	if !a.first(ctx, host) {
+	if !a.warn.first(ctx, host) {
 		return
 	}
-	a.log(ctx, "credential withheld: request host is not auth.host",
+	a.warn.log(ctx, "credential withheld: request host is not auth.host",
 		slog.String("auth_host", a.host), slog.String("host", host))
 }
 
 // warnScheme logs the one WARN for a redirect to the pinned host that
 // changed the scheme from from ("" = unknown), the first time.
 func (a *authLayer) warnScheme(ctx context.Context, u *url.URL, from string) {
-	if a.ev == nil || a.ev.Logger == nil || !a.first(ctx, from+">"+u.Scheme+"://"+u.Host) {
+	if !a.warn.enabled(ctx) || !a.warn.first(ctx, from+">"+u.Scheme+"://"+u.Host) {
 		return
 	}
 	if from == "" {
 		from = "unknown"
 	}
-	a.log(ctx, "credential withheld: redirect changed the scheme",
+	a.warn.log(ctx, "credential withheld: redirect changed the scheme",
 		slog.String("auth_host", a.host), slog.String("host", u.Host),
 		slog.String("from_scheme", from), slog.String("scheme", u.Scheme))
 }
 
+// enabled reports whether a WARN would be logged at all.
+func (w *warnOnce) enabled(ctx context.Context) bool {
+	return w.ev != nil && w.ev.Logger != nil && w.ev.Logger.Enabled(ctx, slog.LevelWarn)
+}
+
 // first reports whether key is new to the warned set, and adds it; once
 // the set is full it logs that once and reports false.
-func (a *authLayer) first(ctx context.Context, key string) bool {
-	if _, ok := a.warned.Load(key); ok || a.full.Load() {
+func (w *warnOnce) first(ctx context.Context, key string) bool {
+	if _, ok := w.warned.Load(key); ok || w.full.Load() {
 		return false
 	}
-	if a.n.Load() >= MaxAuthWarnedHosts {
-		if a.full.CompareAndSwap(false, true) {
-			a.log(ctx, "credential withheld from more hosts than are remembered; no further hosts are reported",
+	if w.n.Load() >= MaxAuthWarnedHosts {
+		if w.full.CompareAndSwap(false, true) {
+			w.log(ctx, "credential withheld from more hosts than are remembered; no further hosts are reported",
 				slog.Int("max_hosts", MaxAuthWarnedHosts))
 		}
 		return false
 	}
-	if _, loaded := a.warned.LoadOrStore(key, struct{}{}); loaded {
+	if _, loaded := w.warned.LoadOrStore(key, struct{}{}); loaded {
 		return false
 	}
-	a.n.Add(1)
+	w.n.Add(1)
 	return true
 }
 
-func (a *authLayer) log(ctx context.Context, msg string, attrs ...slog.Attr) {
-	if a.ev == nil || a.ev.Logger == nil || !a.ev.Logger.Enabled(ctx, slog.LevelWarn) {
+// log writes one WARN with the client's name.
+func (w *warnOnce) log(ctx context.Context, msg string, attrs ...slog.Attr) {
+	if !w.enabled(ctx) {
 		return
 	}
-	attrs = append(attrs, slog.String("client", a.ev.Client))
-	a.ev.Logger.LogAttrs(ctx, slog.LevelWarn, msg, attrs...)
+	attrs = append(attrs, slog.String("client", w.ev.Client))
+	w.ev.Logger.LogAttrs(ctx, slog.LevelWarn, msg, attrs...)
 }

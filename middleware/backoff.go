@@ -22,17 +22,14 @@ func (s RetrySettings) BackoffCap(n int) time.Duration {
 	if n < 1 || s.InitialBackoff <= 0 {
 		return 0
 	}
-	m := s.Multiplier
-	if m == 0 {
-		m = DefaultMultiplier
-	}
+	m := s.growth()
 	c := maxDuration
 	switch {
 	case m == 2: // exact in integers, as it always was
 		if shift := n - 1; shift < 63 && s.InitialBackoff <= maxDuration>>shift {
 			c = s.InitialBackoff << shift
 		}
-	case !(m > 1): // 1, below 1, NaN: constant
+	case m == 1:
 		c = s.InitialBackoff
 	default:
 		// float64 holds every whole number of nanoseconds up to 104 days
@@ -47,21 +44,37 @@ func (s RetrySettings) BackoffCap(n int) time.Duration {
 	return c
 }
 
+// growth returns the Multiplier that applies: DefaultMultiplier for zero,
+// 1 for a value below 1 or NaN.
+func (s RetrySettings) growth() float64 {
+	switch m := s.Multiplier; {
+	case m == 0:
+		return DefaultMultiplier
+	case m > 1:
+		return m
+	}
+	return 1
+}
+
 // Delay returns the delay before retry n (1-based) under s.Jitter, given the
 // delay before the previous retry (prev; for retry 1 pass InitialBackoff) and
 // a random value r in [0, 1] (values outside are clamped). It is a pure
 // function: Retry calls it with RetryOptions.Rand, tests with fixed values.
-// With cap = BackoffCap(n) (Multiplier applies; decorrelated jitter grows by
-// its own factor 3 and reads no Multiplier):
+// With cap = BackoffCap(n) and m = Multiplier, every jitter stays within
+// cap, so Multiplier holds under each:
 //
-//	full          r·cap                                     in [0, cap]
-//	equal         cap/2 + r·(cap − cap/2)                   in [cap/2, cap]
-//	decorrelated  lo + r·(3·prev − lo), lo = InitialBackoff  in [lo, 3·prev], then at most MaxBackoff
+//	full          r·cap                      in [0, cap]
+//	equal         cap/2 + r·(cap − cap/2)    in [cap/2, cap]
+//	decorrelated  lo + r·(hi − lo)           in [lo, hi], lo = InitialBackoff/m, hi = min(cap, m·prev)
 //	none          cap
 //
-// The zero Jitter "" and unknown values mean JitterFull. A zero MaxBackoff
-// means no cap. Constant backoff is JitterNone with InitialBackoff equal to
-// MaxBackoff.
+// Decorrelated is AWS's decorrelated jitter (next = uniform(base,
+// 3·previous)) with m in place of its fixed 3 and base InitialBackoff/m,
+// capped as the others: each delay depends on the one before, grows by at
+// most m over it, and the first is at most InitialBackoff; m = 1 makes it
+// constant. The zero Jitter "" and unknown values mean JitterFull. A zero
+// MaxBackoff means no cap. Constant backoff is JitterNone with
+// InitialBackoff equal to MaxBackoff.
 func (s RetrySettings) Delay(n int, prev time.Duration, r float64) time.Duration {
 	if n < 1 {
 		return 0
@@ -75,17 +88,13 @@ func (s RetrySettings) Delay(n int, prev time.Duration, r float64) time.Duration
 		half := c / 2
 		return half + scale(c-half, r)
 	case JitterDecorrelated:
-		lo := max(s.InitialBackoff, 0)
-		prev = max(prev, lo)
-		hi := maxDuration
-		if prev <= maxDuration/3 {
-			hi = 3 * prev
+		m := s.growth()
+		hi := s.BackoffCap(n)
+		lo := min(time.Duration(float64(max(s.InitialBackoff, 0))/m), hi)
+		if f := float64(max(prev, lo)) * m; f < float64(hi) {
+			hi = time.Duration(f)
 		}
-		d := lo + scale(hi-lo, r)
-		if s.MaxBackoff > 0 && d > s.MaxBackoff {
-			d = s.MaxBackoff
-		}
-		return d
+		return lo + scale(hi-lo, r)
 	default: // JitterFull, ""
 		return scale(s.BackoffCap(n), r)
 	}

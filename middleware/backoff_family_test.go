@@ -101,8 +101,9 @@ func TestBackoffSchedulesExact(t *testing.T) {
 			[]time.Duration{50 * ms, 100 * ms, 200 * ms, 400 * ms}},
 		{"equal jitter, r = 0.5", func(s *middleware.RetrySettings) { s.Jitter = middleware.JitterEqual }, half,
 			[]time.Duration{75 * ms, 150 * ms, 300 * ms, 600 * ms}},
+		// In [50, min(cap, 2·prev)]: 50+25, 50+50 (2·75 = 150), 50+75, 50+100.
 		{"decorrelated, r = 0.5", func(s *middleware.RetrySettings) { s.Jitter = middleware.JitterDecorrelated }, half,
-			[]time.Duration{200 * ms, 350 * ms, 575 * ms, 912500 * time.Microsecond}},
+			[]time.Duration{75 * ms, 100 * ms, 125 * ms, 150 * ms}},
 		{"Backoff hook replaces the schedule", func(*middleware.RetrySettings) {},
 			middleware.RetryOptions{Backoff: func(n int, resp *http.Response, _ error) time.Duration {
 				if resp == nil || resp.StatusCode != 503 {
@@ -122,6 +123,44 @@ func TestBackoffSchedulesExact(t *testing.T) {
 			got := waits(t, s, tt.o, fakert.Status(503))
 			if !slices.Equal(got, tt.want) {
 				t.Fatalf("waits: got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestDecorrelatedJitterHonoursMultiplier guards the reference's promise
+// that multiplier caps every jitter: under decorrelated jitter, retry n
+// waits at most min(max_backoff, initial_backoff·multiplier^(n-1)) too, and
+// multiplier 1 keeps the delay constant. Before, decorrelated grew by a
+// fixed 3 and read no multiplier: multiplier 1 waited 300ms, 900ms, 1s.
+func TestDecorrelatedJitterHonoursMultiplier(t *testing.T) {
+	const ms = time.Millisecond
+	one := middleware.RetryOptions{Rand: func() float64 { return 1 }}
+	zero := middleware.RetryOptions{Rand: func() float64 { return 0 }}
+	tests := []struct {
+		name       string
+		multiplier float64
+		o          middleware.RetryOptions
+		want       []time.Duration
+	}{
+		{"multiplier 1 is constant", 1, one, []time.Duration{100 * ms, 100 * ms, 100 * ms, 100 * ms}},
+		{"multiplier 1 is constant, r = 0", 1, zero, []time.Duration{100 * ms, 100 * ms, 100 * ms, 100 * ms}},
+		{"multiplier 1.5, r = 1: the cap", 1.5, one, []time.Duration{100 * ms, 150 * ms, 225 * ms, 337500 * time.Microsecond}},
+		{"multiplier 3, r = 1: the cap up to max_backoff", 3, one, []time.Duration{100 * ms, 300 * ms, 900 * ms, time.Second}},
+		{"multiplier 4, r = 0: initial_backoff/4", 4, zero, []time.Duration{25 * ms, 25 * ms, 25 * ms, 25 * ms}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := middleware.RetrySettings{MaxRetries: 4, InitialBackoff: 100 * ms, MaxBackoff: time.Second,
+				Multiplier: tt.multiplier, Jitter: middleware.JitterDecorrelated}
+			got := waits(t, s, tt.o, fakert.Status(503))
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("waits: got %v, want %v", got, tt.want)
+			}
+			for i, d := range got {
+				if c := s.BackoffCap(i + 1); d > c {
+					t.Errorf("retry %d waited %v, above the cap min(max_backoff, initial_backoff·multiplier^(n-1)) = %v", i+1, d, c)
+				}
 			}
 		})
 	}

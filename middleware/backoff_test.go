@@ -65,12 +65,16 @@ func TestDelay(t *testing.T) {
 		{"equal 0", with(middleware.JitterEqual), 3, 0, 0, 200 * ms},
 		{"equal 1", with(middleware.JitterEqual), 3, 0, 1, 400 * ms},
 		{"equal capped", with(middleware.JitterEqual), 9, 0, 0, 500 * ms},
-		{"decorrelated 0", with(middleware.JitterDecorrelated), 4, 300 * ms, 0, 100 * ms},
-		{"decorrelated 1", with(middleware.JitterDecorrelated), 4, 300 * ms, 1, 900 * ms},
-		{"decorrelated half", with(middleware.JitterDecorrelated), 4, 300 * ms, 0.5, 500 * ms},
-		{"decorrelated capped", with(middleware.JitterDecorrelated), 4, 600 * ms, 1, 1000 * ms},
-		{"decorrelated prev below initial", with(middleware.JitterDecorrelated), 1, 0, 1, 300 * ms},
+		// Decorrelated: in [100/2, min(cap, 2·prev)], the default multiplier 2.
+		{"decorrelated 0", with(middleware.JitterDecorrelated), 4, 300 * ms, 0, 50 * ms},
+		{"decorrelated 1", with(middleware.JitterDecorrelated), 4, 300 * ms, 1, 600 * ms},
+		{"decorrelated half", with(middleware.JitterDecorrelated), 4, 300 * ms, 0.5, 325 * ms},
+		{"decorrelated capped at BackoffCap", with(middleware.JitterDecorrelated), 4, 600 * ms, 1, 800 * ms},
+		{"decorrelated first at most initial", with(middleware.JitterDecorrelated), 1, 100 * ms, 1, 100 * ms},
+		{"decorrelated prev below initial", with(middleware.JitterDecorrelated), 2, 0, 1, 100 * ms},
 		{"decorrelated huge prev", with(middleware.JitterDecorrelated), 9, time.Duration(math.MaxInt64), 1, 1000 * ms},
+		{"decorrelated multiplier 3", func() middleware.RetrySettings { s := with(middleware.JitterDecorrelated); s.Multiplier = 3; return s }(), 2, 100 * ms, 1, 300 * ms},
+		{"decorrelated multiplier 1 is constant", func() middleware.RetrySettings { s := with(middleware.JitterDecorrelated); s.Multiplier = 1; return s }(), 5, 100 * ms, 1, 100 * ms},
 		{"n 0", with(middleware.JitterNone), 0, 0, 1, 0},
 		{"full no cap huge n", middleware.RetrySettings{InitialBackoff: time.Second}, 100, 0, 1, time.Duration(math.MaxInt64)},
 	}
@@ -94,10 +98,10 @@ func TestDelayWithinBounds(t *testing.T) {
 				if d < 0 || d > s.MaxBackoff {
 					t.Fatalf("%s n=%d r=%v: got %v, outside [0, %v]", j, n, r, d, s.MaxBackoff)
 				}
-				if j == middleware.JitterDecorrelated && d < s.InitialBackoff {
-					t.Fatalf("decorrelated n=%d: got %v below InitialBackoff", n, d)
+				if j == middleware.JitterDecorrelated && d < s.InitialBackoff/2 {
+					t.Fatalf("decorrelated n=%d: got %v below InitialBackoff/Multiplier", n, d)
 				}
-				if j != middleware.JitterDecorrelated && d > s.BackoffCap(n) {
+				if d > s.BackoffCap(n) {
 					t.Fatalf("%s n=%d: got %v above cap %v", j, n, d, s.BackoffCap(n))
 				}
 			}
@@ -153,9 +157,9 @@ func TestRetryBackoffSchedule(t *testing.T) {
 		{"zero jitter is full", "", 0.5, []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 175 * time.Millisecond, 175 * time.Millisecond}},
 		{"equal rand 0", middleware.JitterEqual, 0, []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 175 * time.Millisecond, 175 * time.Millisecond}},
 		{"equal rand 1", middleware.JitterEqual, 1, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 350 * time.Millisecond, 350 * time.Millisecond}},
-		{"decorrelated rand 0", middleware.JitterDecorrelated, 0, []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond}},
-		// 100 → [100, 300] → 300; [100, 900] capped at 350; then 350.
-		{"decorrelated rand 1", middleware.JitterDecorrelated, 1, []time.Duration{300 * time.Millisecond, 350 * time.Millisecond, 350 * time.Millisecond, 350 * time.Millisecond}},
+		{"decorrelated rand 0", middleware.JitterDecorrelated, 0, []time.Duration{50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond}},
+		// In [50, min(cap, 2·prev)]: 100 (the cap), 200, 350 (max_backoff), 350.
+		{"decorrelated rand 1", middleware.JitterDecorrelated, 1, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 350 * time.Millisecond, 350 * time.Millisecond}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -271,23 +275,41 @@ func TestRetryBackoffPastDeadlineNotWaited(t *testing.T) {
 	})
 }
 
-// A 429's Retry-After is bounded by the rate-limited schedule's
-// max_backoff, not the main one's: with the main capped at 1s and the
-// rate-limited at 60s, "Retry-After: 2" is waited for.
-func TestRetryAfterOn429UsesTheRateLimitedMaxBackoff(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		rt := fakert.New(fakert.Step{Status: 429, Header: http.Header{"Retry-After": {"2"}}}, fakert.Step{})
-		s := middleware.DefaultRetrySettings()
-		s.MaxRetries, s.MaxBackoff = 1, time.Second
-		s.RateLimited = middleware.BackoffSettings{InitialBackoff: 5 * time.Second, MaxBackoff: time.Minute}
-		start := time.Now()
-		resp, err := middleware.Retry(s, middleware.RetryOptions{})(rt).RoundTrip(newReq(t, context.Background(), http.MethodGet, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 || rt.Calls() != 2 || time.Since(start) != 2*time.Second {
-			t.Fatalf("got %d after %d calls in %v, want 200 after 2 calls in 2s", resp.StatusCode, rt.Calls(), time.Since(start))
-		}
-	})
+// TestRetryAfterOn429IsJudgedAgainstMaxBackoff guards the rule that a
+// 429's Retry-After is judged as every other Retry-After, against the main
+// max_backoff (and the deadline): rate_limited schedules only a 429 without
+// a valid Retry-After. Before, the rate-limited max_backoff judged it.
+func TestRetryAfterOn429IsJudgedAgainstMaxBackoff(t *testing.T) {
+	tests := []struct {
+		name       string
+		max, rlMax time.Duration
+		wantCalls  int
+		wantStatus int
+		wantTook   time.Duration
+	}{
+		// The main max_backoff 1s refuses "Retry-After: 2", whatever the rate-limited one allows.
+		{"above max_backoff, below rate_limited's", time.Second, time.Minute, 1, 429, 0},
+		// The main max_backoff 10s allows it, whatever the rate-limited one says.
+		{"below max_backoff, above rate_limited's", 10 * time.Second, time.Second, 2, 200, 2 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := fakert.New(fakert.Step{Status: 429, Header: http.Header{"Retry-After": {"2"}}}, fakert.Step{})
+				s := middleware.DefaultRetrySettings()
+				s.MaxRetries, s.MaxBackoff = 1, tt.max
+				s.RateLimited = middleware.BackoffSettings{InitialBackoff: 5 * time.Second, MaxBackoff: tt.rlMax}
+				start := time.Now()
+				resp, err := middleware.Retry(s, middleware.RetryOptions{})(rt).RoundTrip(newReq(t, context.Background(), http.MethodGet, ""))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != tt.wantStatus || rt.Calls() != tt.wantCalls || time.Since(start) != tt.wantTook {
+					t.Fatalf("got %d after %d calls in %v, want %d after %d calls in %v",
+						resp.StatusCode, rt.Calls(), time.Since(start), tt.wantStatus, tt.wantCalls, tt.wantTook)
+				}
+			})
+		})
+	}
 }

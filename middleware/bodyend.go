@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"io"
+	"net/http"
 	"sync/atomic"
 )
 
@@ -24,6 +25,20 @@ func OnBodyEnd(body io.ReadCloser, end func()) io.ReadCloser {
 		return &endRWBody{endBody{rc: rwc, end: end}, rwc}
 	}
 	return &endBody{rc: body, end: end}
+}
+
+// endAfterBody makes end run when the caller is done with resp's body: at
+// once when there is nothing to read (a nil body or http.NoBody, which is
+// then handed on as is, so that the layers above see it too and free what
+// they hold at once), else through OnBodyEnd. It is how the bulkhead and
+// the hedging layer hold a slot or a context for as long as the body is
+// read.
+func endAfterBody(resp *http.Response, end func()) {
+	if resp.Body == nil || resp.Body == http.NoBody {
+		end()
+		return
+	}
+	resp.Body = OnBodyEnd(resp.Body, end)
 }
 
 // endBody is the wrapper of OnBodyEnd.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,8 +17,9 @@ import (
 // http.Client wraps around it.
 var ErrCircuitOpen = errors.New("circuit breaker is open")
 
-// CircuitOpenError is the error of a call rejected by an open breaker, or
-// by a half-open one whose probe slots are all taken. errors.Is(err,
+// CircuitOpenError is the error of a call rejected by a Breaker: by an
+// open breaker, by a half-open one whose probe slots are all taken, or by
+// adaptive mode's throttling (Probability > 0). errors.Is(err,
 // ErrCircuitOpen) reports true for it. The zero value reads as a rejection
 // by a half-open breaker of scope client. It is not changed once returned,
 // so it is safe for concurrent use.
@@ -26,11 +28,18 @@ type CircuitOpenError struct {
 	// "" in scope client.
 	Host string
 	// RetryIn is the time until the breaker admits its next probe. Zero means
-	// the breaker is half-open and waits for the probes in flight.
+	// the breaker is half-open and waits for the probes in flight, or, with
+	// Probability > 0, that adaptive throttling rejected the call.
 	RetryIn time.Duration
+	// Probability is the rejection probability with which adaptive mode's
+	// throttling rejected the call (the breaker stays closed in that mode);
+	// zero for a rejection by an open or half-open breaker.
+	Probability float64
 }
 
-// Error names the host (scope host) and the time until the next probe.
+// Error names the host (scope host) and why the call was rejected: the
+// time until the next probe, the half-open probes in flight, or adaptive
+// throttling and its probability.
 func (e *CircuitOpenError) Error() string {
 	var sb strings.Builder
 	sb.WriteString("switchboard: circuit breaker ")
@@ -39,16 +48,19 @@ func (e *CircuitOpenError) Error() string {
 		sb.WriteString(e.Host)
 		sb.WriteString(" ")
 	}
-	sb.WriteString("is open: ")
-	if e.RetryIn > 0 {
+	switch {
+	case e.Probability > 0:
+		sb.WriteString("rejected the call: adaptive throttling, rejection probability ")
+		sb.WriteString(strconv.FormatFloat(e.Probability, 'f', 3, 64))
+	case e.RetryIn > 0:
 		d := e.RetryIn
 		if d >= time.Millisecond {
 			d = d.Round(time.Millisecond)
 		}
-		sb.WriteString("next probe in ")
+		sb.WriteString("is open: next probe in ")
 		sb.WriteString(d.String())
-	} else {
-		sb.WriteString("waiting for the half-open probes in flight")
+	default:
+		sb.WriteString("is open: waiting for the half-open probes in flight")
 	}
 	return sb.String()
 }
@@ -61,8 +73,8 @@ func (e *CircuitOpenError) Is(target error) bool { return target == ErrCircuitOp
 // classification, no callback, no events, 1024 hosts. NewBreaker copies
 // it; the hooks it holds must be safe for concurrent use.
 type BreakerOptions struct {
-	// IsFailure classifies the outcome of a call that the caller did not
-	// abandon (see Breaker). Nil means IsBreakerFailure: a transport error or
+	// IsFailure classifies the outcome of a call that was neither rejected
+	// locally nor abandoned by its caller (see Breaker and Classify). Nil means IsBreakerFailure: a transport error or
 	// a status >= 500. It is called on the request's goroutine, without any
 	// lock held, and must be safe for concurrent use.
 	IsFailure func(resp *http.Response, err error) bool
@@ -96,7 +108,7 @@ type BreakerOptions struct {
 // every other status below 500 are successes, since the backend answered.
 // It is safe for concurrent use.
 func IsBreakerFailure(resp *http.Response, err error) bool {
-	return err != nil || resp == nil || resp.StatusCode >= 500
+	return err != nil || statusFailed(resp)
 }
 
 // Breaker is a circuit breaker: it stops calling a backend that keeps
@@ -123,19 +135,22 @@ func IsBreakerFailure(resp *http.Response, err error) bool {
 // so calls still in flight are not yet in the counts), so throttling sheds load
 // smoothly while the backend is overloaded and eases as its successes come
 // back; a few calls always go through and act as probes. Rejections carry
-// ErrCircuitOpen (a *CircuitOpenError with RetryIn 0), emit
+// ErrCircuitOpen (a *CircuitOpenError with RetryIn 0 and the probability
+// in Probability, whose message names the adaptive throttling), emit
 // EventCircuitRejected with the probability in Reason, and Probabilities
 // reports the current probability. The other settings but Window, Scope
 // and AdaptiveK do not apply.
 //
 // One logical call is one outcome: the layer sits outside retry. A failure
 // is what BreakerOptions.IsFailure says, by default a transport error or a
-// status >= 500. Local back-pressure is not a backend failure: a call that
-// ends with ErrBulkheadFull, ErrRateLimited or ErrCircuitOpen, or with an
-// error after the caller's own context ended (cancelled, or past the
-// caller's deadline), counts as neither success nor failure in every state
-// (gobreaker's "excluded"), whatever IsFailure says, and a half-open probe
-// that ends that way frees its slot. A call cut off by the deadline of the
+// status >= 500. Local back-pressure is not a backend failure: a call whose
+// Outcome (Classify) is OutcomeRejected (ErrBulkheadFull, a bulkhead or
+// rate-limit wait ended by a deadline, ErrRateLimited, ErrCircuitOpen) or
+// OutcomeCallerGone (an error after the caller's own context ended:
+// cancelled, or past the caller's deadline) counts as neither success nor
+// failure in every mode and state (gobreaker's "excluded"; in adaptive
+// mode, neither a request nor an accept), whatever IsFailure says, and a
+// half-open probe that ends that way frees its slot. A call cut off by the deadline of the
 // Timeout layer is not the caller's doing: it is a failure, so that a
 // backend that hangs opens the breaker. The package doc's table lists
 // every case. Outcomes of calls admitted before a state change (a

@@ -142,3 +142,27 @@ func TestAdaptiveRetuneKeepsCounts(t *testing.T) {
 		t.Fatalf("probability after retuning K to 1.5: got %v, want %v (counts kept)", got, want)
 	}
 }
+
+// TestAdaptiveRejectionNamesTheThrottle guards the defect where a call
+// rejected by adaptive throttling, while the breaker is closed, said
+// "waiting for the half-open probes in flight": its error names the
+// adaptive throttling and the probability it rejected with.
+func TestAdaptiveRejectionNamesTheThrottle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newBk(adaptiveSettings(2), middleware.BreakerOptions{Rand: func() float64 { return 0 }})
+		h.call(t, http.StatusServiceUnavailable) // requests 1, accepts 0: probability 1/2
+		err := h.call(t, http.StatusOK)
+		var ce *middleware.CircuitOpenError
+		if !errors.As(err, &ce) || !errors.Is(err, middleware.ErrCircuitOpen) {
+			t.Fatalf("got %v, want a *CircuitOpenError matching ErrCircuitOpen", err)
+		}
+		if ce.Probability != 0.5 || ce.RetryIn != 0 {
+			t.Errorf("Probability %v, RetryIn %v: want 0.5, 0", ce.Probability, ce.RetryIn)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, "adaptive throttling") || !strings.Contains(msg, "0.500") || strings.Contains(msg, "half-open") {
+			t.Errorf("message %q: want it to name the adaptive throttling and its probability 0.500, not half-open probes", msg)
+		}
+		h.wantState(t, middleware.BreakerClosed)
+	})
+}

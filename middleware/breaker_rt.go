@@ -2,7 +2,6 @@ package middleware
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -64,7 +63,7 @@ func (t *breakerRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	settled := false
 	defer func() {
 		if !settled { // next panicked: free the probe slot, count nothing
-			b.settle(req, t.ev, c, tk, outcomeIgnored, nil, nil)
+			b.settle(req, t.ev, c, tk, verdictNone, nil, nil)
 		}
 	}()
 	resp, err := t.next.RoundTrip(req)
@@ -119,23 +118,23 @@ func (b *Breaker) admit(req *http.Request, cf *breakerConf, ev *Events) (*circui
 	}
 	if !ok {
 		b.rejected(req, ev, c.host, retryIn, p)
-		return nil, ticket{}, &CircuitOpenError{Host: c.host, RetryIn: retryIn}
+		return nil, ticket{}, &CircuitOpenError{Host: c.host, RetryIn: retryIn, Probability: p}
 	}
 	return c, tk, nil
 }
 
 // settle records the outcome of a call admitted on c with tk.
-func (b *Breaker) settle(req *http.Request, ev *Events, c *circuit, tk ticket, out outcome, resp *http.Response, err error) {
+func (b *Breaker) settle(req *http.Request, ev *Events, c *circuit, tk ticket, out verdict, resp *http.Response, err error) {
 	switch {
-	case out == outcomeIgnored && !tk.probe:
+	case out == verdictNone && !tk.probe:
 		return // holds no slot and counts nowhere
-	case out == outcomeSuccess && c.cleanGen.Load() == tk.gen+1:
+	case out == verdictSuccess && c.cleanGen.Load() == tk.gen+1:
 		return // closed, consecutive, no failure to reset: nothing changes
 	}
 	// Only a failure (which may open the circuit) and rate counting need the
 	// time; read the clock before taking the lock when the settings say so.
 	var now time.Time
-	if cf := b.conf.Load(); out == outcomeFailure || cf.rate || cf.adaptive {
+	if cf := b.conf.Load(); out == verdictFailure || cf.rate || cf.adaptive {
 		now = time.Now()
 	}
 	b.mu.Lock()
@@ -161,32 +160,21 @@ func (b *Breaker) settle(req *http.Request, ev *Events, c *circuit, tk ticket, o
 	}
 }
 
-// classify turns a call's result into an outcome, by the table in the
-// package doc. Local rejections (ErrBulkheadFull, ErrRateLimited,
-// ErrCircuitOpen) and an error after the caller's own context ended are
-// ignored, before BreakerOptions.IsFailure is asked; the end of a deadline
-// set by the Timeout layer is not the caller's doing and goes to
-// isFailure like any other error.
-func (b *Breaker) classify(req *http.Request, resp *http.Response, err error) outcome {
-	if err != nil {
-		if isLocalRejection(err) {
-			return outcomeIgnored
-		}
-		if ctx := req.Context(); ctx.Err() != nil && !ownTimeoutFired(ctx) {
-			return outcomeIgnored
-		}
+// classify turns a call's result into the breaker's verdict, by the
+// table in the package doc: a local rejection or a caller gone (Classify)
+// counts as neither, before BreakerOptions.IsFailure is asked, in every
+// mode, adaptive counts included; the end of a deadline set by the
+// Timeout layer is not the caller's doing and goes to isFailure like any
+// other error.
+func (b *Breaker) classify(req *http.Request, resp *http.Response, err error) verdict {
+	switch Classify(req, resp, err) {
+	case OutcomeRejected, OutcomeCallerGone:
+		return verdictNone
 	}
 	if b.isFailure(resp, err) {
-		return outcomeFailure
+		return verdictFailure
 	}
-	return outcomeSuccess
-}
-
-// isLocalRejection reports whether err is a refusal made in this process
-// (a full bulkhead, a rate-limit wait that cannot end in time, an open
-// breaker) rather than an outcome of the backend.
-func isLocalRejection(err error) bool {
-	return errors.Is(err, ErrBulkheadFull) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrCircuitOpen)
+	return verdictSuccess
 }
 
 // rejected emits EventCircuitRejected for req; p is adaptive mode's

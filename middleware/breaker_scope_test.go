@@ -14,42 +14,15 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/switchboard-http/switchboard/internal/eventrec"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
-// bkObserver is an Observer that keeps every event.
-type bkObserver struct {
-	mu     sync.Mutex
-	events []middleware.Event
-}
+// bkObserver is an Observer that keeps every event (internal/eventrec).
+type bkObserver struct{ eventrec.Recorder }
 
-func (o *bkObserver) OnEvent(_ context.Context, e middleware.Event) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.events = append(o.events, e)
-}
-
-func (o *bkObserver) named(name string) []middleware.Event {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	var out []middleware.Event
-	for _, e := range o.events {
-		if e.Name == name {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-func (o *bkObserver) names() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	var out []string
-	for _, e := range o.events {
-		out = append(out, e.Name)
-	}
-	return out
-}
+func (o *bkObserver) named(name string) []middleware.Event { return o.Named(name) }
+func (o *bkObserver) names() []string                      { return o.Names() }
 
 // bkLog is a slog.Handler that keeps every record's message and level.
 type bkLog struct {

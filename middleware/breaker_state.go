@@ -95,13 +95,14 @@ func newBreakerConf(s BreakerSettings) *breakerConf {
 	return c
 }
 
-// outcome is what one logical call tells a breaker.
-type outcome uint8
+// verdict is what one logical call tells a breaker: its Outcome, judged
+// by BreakerOptions.IsFailure (see Breaker.classify).
+type verdict uint8
 
 const (
-	outcomeSuccess outcome = iota
-	outcomeFailure
-	outcomeIgnored // the caller gave up: neither success nor failure
+	verdictSuccess verdict = iota
+	verdictFailure
+	verdictNone // a local rejection or a caller gone: neither success nor failure
 )
 
 // ticket is what an admitted call carries back to record: the generation it
@@ -224,7 +225,7 @@ func (c *circuit) probability(now time.Time, cf *breakerConf) float64 {
 // dropped; an ignored outcome only frees the probe slot it held. now is
 // read only to count in rate mode and to open the circuit (after a failure);
 // otherwise the caller may pass the zero time.
-func (c *circuit) record(now time.Time, cf *breakerConf, tk ticket, out outcome) transition {
+func (c *circuit) record(now time.Time, cf *breakerConf, tk ticket, out verdict) transition {
 	tr := transition{from: c.state, to: c.state}
 	if tk.gen != c.gen {
 		return tr
@@ -232,11 +233,11 @@ func (c *circuit) record(now time.Time, cf *breakerConf, tk ticket, out outcome)
 	switch c.state {
 	case BreakerClosed:
 		switch {
-		case out == outcomeIgnored:
+		case out == verdictNone:
 		case cf.adaptive:
-			c.window.add(now, cf.width, out == outcomeFailure)
+			c.window.add(now, cf.width, out == verdictFailure)
 		case cf.rate:
-			c.window.add(now, cf.width, out == outcomeFailure)
+			c.window.add(now, cf.width, out == verdictFailure)
 			total, failures := c.window.sum(now, cf.width)
 			if total < cf.minimumCalls {
 				break
@@ -245,7 +246,7 @@ func (c *circuit) record(now time.Time, cf *breakerConf, tk ticket, out outcome)
 				tr.reason = fmt.Sprintf("failure rate %.2f over %d calls in %v", r, total, cf.window)
 				c.open(now, cf)
 			}
-		case out == outcomeFailure:
+		case out == verdictFailure:
 			c.failures++
 			if c.failures >= cf.failureThreshold {
 				tr.reason = strconv.Itoa(c.failures) + " consecutive failures"
@@ -259,10 +260,10 @@ func (c *circuit) record(now time.Time, cf *breakerConf, tk ticket, out outcome)
 			c.probes--
 		}
 		switch out {
-		case outcomeFailure:
+		case verdictFailure:
 			tr.reason = "half-open probe failed"
 			c.open(now, cf)
-		case outcomeSuccess:
+		case verdictSuccess:
 			c.successes++
 			if c.successes >= cf.successThreshold {
 				tr.reason = strconv.Itoa(c.successes) + " probe successes"

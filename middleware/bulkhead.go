@@ -11,8 +11,9 @@ import (
 )
 
 // ErrBulkheadFull is the error of a call that a Bulkhead turned away because
-// all its slots stayed taken for MaxWait. Match it with errors.Is; it is
-// found through the *url.Error that http.Client wraps around it.
+// all its slots stayed taken for MaxWait, or until a deadline ended the
+// wait. Match it with errors.Is; it is found through the *url.Error that
+// http.Client wraps around it.
 var ErrBulkheadFull = errors.New("bulkhead is full")
 
 // Bulkhead bounds how many logical calls of a client are in flight at once.
@@ -21,8 +22,12 @@ var ErrBulkheadFull = errors.New("bulkhead is full")
 // is closed or read to its end (io.EOF or any other read error). A caller
 // that finds every slot taken waits up to BulkheadSettings.MaxWait for one
 // (not at all when MaxWait is zero) and then gets an error matching
-// ErrBulkheadFull; its wait ends early, with an error matching the
-// context's error, when the request context ends. Waiters are admitted in
+// ErrBulkheadFull. Its wait ends early when the request context ends: a
+// deadline (the caller's or the Timeout layer's) gives an error matching
+// both ErrBulkheadFull and context.DeadlineExceeded, and emits the
+// rejection event, since no slot came in time (a local rejection, never
+// a backend failure; see Classify); a cancellation gives an error matching
+// the context's error alone (the caller is gone). Waiters are admitted in
 // arrival order.
 //
 // A MaxConcurrent of zero means unlimited: the layer passes requests through
@@ -167,13 +172,9 @@ func (t *bulkheadRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		held = false
 		b.release()
 		return nil, errors.New("switchboard: round tripper returned neither a response nor an error")
-	case resp.Body == nil || resp.Body == http.NoBody:
-		held = false
-		b.release()
-		return resp, nil
 	}
 	held = false
-	resp.Body = OnBodyEnd(resp.Body, b.releaseFn)
+	endAfterBody(resp, b.releaseFn) // an empty body frees the slot now
 	return resp, nil
 }
 
@@ -201,13 +202,14 @@ func (b *Bulkhead) acquire(req *http.Request, ev *Events) error {
 	if wait <= 0 {
 		b.waiting.Add(-1)
 		b.mu.Unlock()
-		return b.rejected(req, ev, int(limit), 0)
+		return b.rejected(req, ev, int(limit), 0, nil)
 	}
 	w := &bulkheadWaiter{ready: make(chan struct{})}
 	b.pushLocked(w)
 	b.mu.Unlock()
 
 	ctx := req.Context()
+	start := time.Now()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
@@ -217,18 +219,28 @@ func (b *Bulkhead) acquire(req *http.Request, ev *Events) error {
 		if b.abandon(w) {
 			return nil // granted as the timer fired: use the slot
 		}
-		return b.rejected(req, ev, int(limit), wait)
+		return b.rejected(req, ev, int(limit), wait, nil)
 	case <-ctx.Done():
 		if b.abandon(w) {
 			b.release()
+		}
+		if waitRejected(ctx) { // no slot before the deadline: a rejection, not a backend failure
+			return b.rejected(req, ev, int(limit), time.Since(start), ctx.Err())
 		}
 		return fmt.Errorf("switchboard: waiting for a bulkhead slot: %w", ctx.Err())
 	}
 }
 
-// rejected builds the ErrBulkheadFull error and emits the event.
-func (b *Bulkhead) rejected(req *http.Request, ev *Events, limit int, waited time.Duration) error {
-	err := fmt.Errorf("switchboard: %w (max_concurrent %d, waited %v)", ErrBulkheadFull, limit, waited)
+// rejected builds the ErrBulkheadFull error and emits the event; cut is
+// the context's error when a deadline ended the wait (the error then
+// matches it too), nil when max_wait did.
+func (b *Bulkhead) rejected(req *http.Request, ev *Events, limit int, waited time.Duration, cut error) error {
+	var err error
+	if cut != nil {
+		err = fmt.Errorf("switchboard: %w (max_concurrent %d, waited %v): a deadline ended the wait: %w", ErrBulkheadFull, limit, waited, cut)
+	} else {
+		err = fmt.Errorf("switchboard: %w (max_concurrent %d, waited %v)", ErrBulkheadFull, limit, waited)
+	}
 	if ctx := req.Context(); ev.on(ctx, slog.LevelWarn) {
 		ev.Emit(ctx, slog.LevelWarn, Event{
 			Name:   EventBulkheadRejected,

@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/switchboard-http/switchboard/internal/eventrec"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -59,24 +60,13 @@ func (f *bulkheadFake) stats() (cur, peak, calls int) {
 	return f.cur, f.peak, f.calls
 }
 
-// limEventLog collects the events given to its observer.
-type limEventLog struct {
-	mu     sync.Mutex
-	events []middleware.Event
-}
+// limEventLog collects the events given to its observer (internal/eventrec).
+type limEventLog struct{ eventrec.Recorder }
 
-func (l *limEventLog) all() []middleware.Event {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]middleware.Event(nil), l.events...)
-}
+func (l *limEventLog) all() []middleware.Event { return l.Events() }
 
 func (l *limEventLog) ev() *middleware.Events {
-	return &middleware.Events{Client: "test", Observer: middleware.ObserverFunc(func(_ context.Context, e middleware.Event) {
-		l.mu.Lock()
-		l.events = append(l.events, e)
-		l.mu.Unlock()
-	})}
+	return &middleware.Events{Client: "test", Observer: &l.Recorder}
 }
 
 // limResult is what a call started in the background ended with.
@@ -242,11 +232,16 @@ func TestBulkheadRejectsAfterMaxWait(t *testing.T) {
 	})
 }
 
+// A wait for a slot ends with the request context: a cancellation is the
+// caller's (its error alone, no event); a deadline, whoever set it, means
+// no slot came in time, a local rejection (ErrBulkheadFull beside the
+// context's error, and the rejection event).
 func TestBulkheadWaitEndsWithContext(t *testing.T) {
 	tests := []struct {
-		name string
-		ctx  func(context.Context) (context.Context, context.CancelFunc)
-		want error
+		name     string
+		ctx      func(context.Context) (context.Context, context.CancelFunc)
+		want     error
+		rejected bool
 	}{
 		{
 			name: "cancelled",
@@ -262,7 +257,8 @@ func TestBulkheadWaitEndsWithContext(t *testing.T) {
 			ctx: func(parent context.Context) (context.Context, context.CancelFunc) {
 				return context.WithTimeout(parent, 100*time.Millisecond)
 			},
-			want: context.DeadlineExceeded,
+			want:     context.DeadlineExceeded,
+			rejected: true,
 		},
 	}
 	for _, tt := range tests {
@@ -279,14 +275,18 @@ func TestBulkheadWaitEndsWithContext(t *testing.T) {
 				defer cancel()
 				start := time.Now()
 				_, err := (&http.Client{Transport: rt}).Do(limRequest(t, ctx))
-				if !errors.Is(err, tt.want) || errors.Is(err, middleware.ErrBulkheadFull) {
-					t.Fatalf("got %v, want an error matching %v only", err, tt.want)
+				if !errors.Is(err, tt.want) || errors.Is(err, middleware.ErrBulkheadFull) != tt.rejected {
+					t.Fatalf("got %v, want an error matching %v, and ErrBulkheadFull %v", err, tt.want, tt.rejected)
 				}
 				if took := time.Since(start); took != 100*time.Millisecond {
 					t.Errorf("wait ended after %v, want 100ms", took)
 				}
-				if evs := log.all(); len(evs) != 0 {
-					t.Errorf("events: got %+v, want none for the caller's own context", evs)
+				evs := log.all()
+				switch {
+				case !tt.rejected && len(evs) != 0:
+					t.Errorf("events: got %+v, want none for the caller's cancellation", evs)
+				case tt.rejected && (len(evs) != 1 || evs[0].Name != middleware.EventBulkheadRejected || evs[0].Delay != 100*time.Millisecond):
+					t.Errorf("events: got %+v, want one %s with Delay 100ms", evs, middleware.EventBulkheadRejected)
 				}
 				if got := b.InUse(); got != 1 {
 					t.Errorf("InUse: got %d, want 1 (the abandoned wait must not hold a slot)", got)

@@ -1,55 +1,102 @@
 // Package middleware holds every http.RoundTripper decorator of a switchboard
 // pipeline and the settings type each reads.
 //
-// A client's pipeline, outermost first (with routes, a Router above picks
-// per request the route's copy of the stateless layers, which share the
-// client's breaker, bulkhead, limiter and budget):
+// # The pipeline
 //
-//	Timeout            one deadline over the whole logical call
-//	 └ circuit breaker  one outcome per logical call (after retries)
-//	    └ bulkhead      one slot per logical call
-//	       └ Retry      budget, backoff with jitter, Retry-After, body replay
-//	         (or Hedge) extra copies of a slow call; the first good answer wins
-//	          └ attempt timeout
-//	             └ rate limit    every attempt takes a token
-//	                └ headers, host-pinned auth
-//	                   └ logging  one record per attempt, URL redacted
-//	                      └ base *http.Transport
+// The one drawing of a client's pipeline, as the factory builds it,
+// outermost first (the numbers are those of the design; the unnumbered
+// lines are the factory's and your code's):
+//
+//	    RedactErrors                    every error that leaves the pipeline is redacted
+//	    code's Outer middleware         factory.Hooks.Outer: sees each logical call
+//	    Router                          with routes: picks the route's copy of 1, 4, 5 and 7
+//	 1  Timeout                         one deadline over the whole logical call
+//	 2  circuit breaker                 one outcome per logical call (after retries)
+//	 3  bulkhead                        one slot per logical call
+//	 4  Retry (or Hedge)                budget, backoff with jitter, Retry-After, body replay
+//	                                    (Hedge: extra copies of a slow call; the first good answer wins)
+//	 5  AttemptTimeout                  one deadline per attempt
+//	    code's Attempt middleware       factory.Hooks.Attempt: sees each attempt
+//	 6  rate limit                      every attempt takes a token
+//	 7  Headers, then Auth              configured headers; the credential only to its origin
+//	 8  Logging                         one record per attempt, URL redacted
+//	 9  Fault                           injected aborts and delays, only when fault.enabled
+//	10  base *http.Transport            cloned from http.DefaultTransport, connections aged out by max_conn_age
+//
+// Layers 1 to 3 and the Router see one logical call, layers 5 to 10 each
+// attempt. Every route runs its own stateless layers (1, 4, 5, 7's
+// Headers) around the client's stateful ones, which all routes share: the
+// breaker, the bulkhead, the rate limit and the retry budget; Auth,
+// Logging, Fault and the transport are the client's, below every route.
 //
 // Every layer keeps the http.RoundTripper contract: it never changes the
 // request it is given (a layer that must change one works on a copy), it
 // closes the request body, it returns a response or an error, never both
-// nil, and it is safe for concurrent use. Retry gives every attempt its
-// own Request.Clone, so the layers and hooks below it may change their
-// request without the caller's ever changing. The retry and breaker
+// nil, and it is safe for concurrent use. The caller's request is never
+// changed, and it is copied only where something changes it: with
+// RetryOptions.ReadOnlyBelow (HedgeOptions.ReadOnlyBelow), which the
+// factory sets for every client without attempt middleware, a first
+// attempt that changes nothing is the caller's request itself, a retry, a
+// hedged copy or a replayed body is a Request.WithContext copy, and an
+// attempt header goes on a copy with its own Header. Without it every
+// attempt is its own Request.Clone, so middleware below retry may change
+// its request without the caller's ever changing. The retry and breaker
 // layers read status codes, which a plain RoundTripper is not meant to do;
 // that is their job.
 //
 // # How outcomes are classified
 //
-// One table for the two layers that judge outcomes. Retry judges each
-// attempt; the breaker judges the logical call, after retries, so it sees
-// what Retry returned. "Neither" means the breaker counts no success and
-// no failure (a half-open probe that ends so frees its slot). The rows
-// above the rule are decided before RetryOptions.ShouldRetry and
-// BreakerOptions.IsFailure are asked; the rows below are their defaults.
+// Classify sorts the result of a call or an attempt into one Outcome, in
+// one place (outcome.go), and every layer that judges results acts on it:
+// Retry judges each attempt, Hedge each copy, the breaker the logical call
+// after retries, in every mode (adaptive mode's counts too), and the
+// OpenTelemetry adapter reports it. "Neither" means the breaker counts no
+// success and no failure (in adaptive mode neither a request nor an
+// accept; a half-open probe that ends so frees its slot).
 //
-//	outcome                                 Retry              breaker
-//	caller's context cancelled or past its
-//	  own deadline                          not retried        neither
-//	ErrBulkheadFull                         not retried        neither
-//	ErrRateLimited                          not retried        neither
-//	ErrCircuitOpen (a breaker's rejection)  as a transport err  neither
-//	-------------------------------------------------------------------
-//	status in RetryableStatus               retried            failure if >= 500, else success
-//	other status >= 500                     returned           failure
-//	other status (429 and 4xx included)     returned           success
-//	transport error, not permanent          retried            failure
-//	permanent error (IsPermanent)           returned           failure
-//	attempt_timeout fired (*TimeoutError,
-//	  PerAttempt)                           retried            failure
-//	timeout fired (*TimeoutError of the
-//	  Timeout layer)                        (call is over)     failure
+//	Outcome            what ends that way                                  Retry and Hedge         breaker
+//	OutcomeRejected    ErrCircuitOpen (an open breaker, a half-open one    not retried; a hedged   neither
+//	                   with its probes taken, adaptive throttling),         copy neither wins nor
+//	                   ErrBulkheadFull (no slot within max_wait, or a       starts another
+//	                   deadline ended the wait), ErrRateLimited (no
+//	                   token before the deadline, or a deadline ended
+//	                   the wait)
+//	OutcomeCallerGone  an error after the caller's context was cancelled   not retried             neither
+//	                   or passed the caller's own deadline
+//	------------------------------------------------------------------------------------------------------------
+//	OutcomePermanent   IsPermanent: TLS verification, bad URL, scheme,     not retried             failure
+//	                   method or header
+//	OutcomeFailure     a transport error; attempt_timeout fired            retried                 failure
+//	                   (*TimeoutError, PerAttempt); an injected fault
+//	                   (ErrFaultInjected)
+//	OutcomeFailure     timeout fired (*TimeoutError of the Timeout layer)  (the call is over)      failure
+//	OutcomeFailure     status >= 500 (an injected abort's included)        retried if listed in    failure
+//	                                                                       RetryableStatus
+//	OutcomeSuccess     any other status (429 and 4xx included)             retried if listed in    success
+//	                                                                       RetryableStatus
+//
+// The rows above the rule are decided before RetryOptions.ShouldRetry,
+// HedgeOptions.ShouldRetry and BreakerOptions.IsFailure are asked, and no
+// hook changes them; the rows below are their defaults.
+//
+// A rejection is local back-pressure, not a backend failure: the backend
+// never saw the call. So a call that waited for a bulkhead slot until the
+// total timeout fired counts as neither, not as a failure: queueing in
+// this process must never open a breaker in front of a healthy backend,
+// nor raise an adaptive breaker's rejection probability for every client
+// of its group. A wait for a slot or a token that the caller cancelled is
+// OutcomeCallerGone: it counts as neither too.
+//
+// A breaker's own rejection (ErrCircuitOpen) is not retried, for the same
+// reason as a full bulkhead or a rate-limit refusal: the breaker that
+// refused is this process's, and it refuses again until its cooldown ends
+// or its throttling eases, so a retry loop against it only burns attempts,
+// backoff and retry budget; in scope host it refuses for the URL's host,
+// and a retry goes to that same URL. In a pipeline the factory builds, the
+// breaker sits outside Retry and never meets it; a breaker that code puts
+// below Retry is treated so. When a rejection refuses a retry, Retry
+// returns the previous attempt's answer, not the refusal, so the caller
+// and the breaker see what the backend said.
 //
 // The total timeout is the client's configured budget for a call, not the
 // caller's own deadline: when it fires, the backend (with its retries) was
@@ -57,7 +104,8 @@
 // breaker even without an attempt_timeout. Overrides.Timeout replaces that
 // budget for one call and is judged the same way. A deadline the caller put
 // on its own context, earlier than the layer's, is the caller's: the layer
-// then adds none, and its expiry counts as neither.
+// then adds none, and its expiry counts as neither. An injected fault
+// stands for a failing backend and counts as one.
 //
 // The package imports only the standard library and golang.org/x/time/rate
 // (the rate limit's token bucket); configuration, reload and the registry

@@ -36,6 +36,11 @@ type HedgeOptions struct {
 	// answered attempt and gives the percentile of DelayPercentile; nil
 	// means the fixed Delay.
 	Latencies *Latencies
+	// ReadOnlyBelow says that no layer below changes the request it is
+	// given, as RetryOptions.ReadOnlyBelow: each copy is then a shallow
+	// copy of the caller's request with the copy's own context, not a
+	// Request.Clone.
+	ReadOnlyBelow bool
 }
 
 // Hedge returns the middleware that sends hedged requests, in place of
@@ -54,25 +59,29 @@ type HedgeOptions struct {
 // other copy is cancelled (context.WithCancelCause, one context per copy)
 // and its body, when it comes, closed. The winner's body is left intact and
 // readable to its end; its context is released when the body is closed or
-// read to EOF. A call sends at most 1+max(MaxHedges, MaxRetries) copies
+// read to EOF, and at once for an empty body (nil or http.NoBody, handed
+// on as is, so that a bulkhead above frees its slot at once too). A call
+// sends at most 1+max(MaxHedges, MaxRetries) copies
 // (Overrides.MaxRetries, when set, replaces that max: 0 sends one attempt);
 // when every copy answered retryably, the last answer is returned intact,
-// as retry returns its last one. A refusal of this process (ErrBulkheadFull,
-// ErrRateLimited) does not win either and starts no copy.
+// as retry returns its last one. A local rejection (OutcomeRejected of
+// Classify: ErrBulkheadFull, ErrRateLimited, ErrCircuitOpen) does not win
+// either and starts no copy.
 //
 // Only calls that Retry would retry are hedged: the method must be eligible
 // and the body replayable (the same replay as Retry's: GetBody, or a body of
 // at most MaxBufferedBody bytes); other calls are sent once. Every extra
 // copy takes a token from the budget; with none left no copy goes out. The
 // caller's context bounds every copy, so the call's total timeout bounds
-// the whole. Every copy is its own req.Clone with its own context, marked
-// with its attempt number (AttemptFrom). No goroutine outlives its copy: a
-// loser's ends when its cancelled RoundTrip returns. The layer reads status
-// codes, as Retry does. It is safe for concurrent use; s, r and o are
+// the whole. Every copy is its own request with its own context, marked
+// with its attempt number (AttemptFrom): a Request.Clone, or with
+// ReadOnlyBelow a shallow copy, as Retry makes them. No goroutine outlives
+// its copy: a loser's ends when its cancelled RoundTrip returns. The layer
+// reads status codes, as Retry does. It is safe for concurrent use; s, r and o are
 // copied.
 func Hedge(s HedgeSettings, r RetrySettings, o HedgeOptions) Middleware {
 	p := &hedgePolicy{
-		retry: newRetryPolicy(r, RetryOptions{ShouldRetry: o.ShouldRetry, Budget: o.Budget, Events: o.Events}),
+		retry: newRetryPolicy(r, RetryOptions{ShouldRetry: o.ShouldRetry, Budget: o.Budget, Events: o.Events, ReadOnlyBelow: o.ReadOnlyBelow}),
 		delay: max(s.Delay, 0),
 		pct:   s.DelayPercentile,
 		lat:   o.Latencies,
@@ -131,10 +140,7 @@ func (rt *hedgeRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if !c.rb.replayable() {
-		areq := req.Clone(ctx)
-		areq.Body = c.rb.once
-		rp.markAttempt(areq, 1)
-		return rt.next.RoundTrip(areq)
+		return rt.next.RoundTrip(rp.attemptRequest(req, nil, &c.rb, c.rb.once, req.ContentLength, 1))
 	}
 	c.delay = p.hedgeDelay()
 	c.cancels = make([]context.CancelCauseFunc, 0, min(c.total, 8))
@@ -146,11 +152,9 @@ func (rt *hedgeRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	return c.resp, c.err
 }
 
-// once sends req as a single attempt on its own clone.
+// once sends req as a single attempt, as Retry sends its first.
 func (rt *hedgeRT) once(req *http.Request) (*http.Response, error) {
-	areq := req.Clone(req.Context())
-	rt.p.retry.markAttempt(areq, 1)
-	return rt.next.RoundTrip(areq)
+	return rt.next.RoundTrip(rt.p.retry.attemptRequest(req, nil, nil, nil, 0, 1))
 }
 
 // hedgeCall is the state of one hedged logical call, shared by the
@@ -229,28 +233,24 @@ func (c *hedgeCall) run(n int) {
 		lost := c.decided // a winner was chosen while this copy was being readied
 		c.mu.Unlock()
 		if lost {
-			n = c.answer(n, nil, errHedgeLost, true)
+			n = c.answer(n, nil, errHedgeLost, OutcomeCallerGone)
 			continue
 		}
 		if n > 1 {
 			rp.emitHedge(c.ctx, slog.LevelInfo, EventHedgeSent, c.req, n)
 		}
 		body, length, err := c.rb.body(c.req, n)
-		if err != nil { // GetBody failed: this copy cannot go, the others may
-			n = c.answer(n, nil, err, true)
+		if err != nil {
+			// GetBody failed: this copy cannot go, the others may. Like a
+			// local rejection, it neither wins nor starts a copy.
+			n = c.answer(n, nil, err, OutcomeRejected)
 			continue
 		}
 		if n > 1 {
 			actx = context.WithValue(actx, attemptKey{}, n)
 		}
-		areq := c.req.Clone(actx)
-		areq.Body, areq.ContentLength = body, length
-		if c.rb.kind == replayBuffered {
-			areq.GetBody = c.rb.buf.getBody
-		}
-		rp.markAttempt(areq, n)
 		start := time.Now()
-		resp, err := c.rt.next.RoundTrip(areq)
+		resp, err := c.rt.next.RoundTrip(rp.attemptRequest(c.req, actx, &c.rb, body, length, n)) // its own copy: copies run concurrently
 		if resp == nil && err == nil {
 			err = errNoResponse
 		}
@@ -263,14 +263,15 @@ func (c *hedgeCall) run(n int) {
 		if err == nil {
 			c.rt.p.lat.Observe(time.Since(start))
 		}
-		n = c.answer(n, resp, err, c.ctx.Err() == nil && localBackPressure(err))
+		n = c.answer(n, resp, err, Classify(c.req, resp, err))
 	}
 }
 
-// answer takes the outcome of copy n (local: a refusal of this process,
-// which neither wins nor starts a copy) and returns the number of the copy
-// the calling goroutine is to send next, or 0.
-func (c *hedgeCall) answer(n int, resp *http.Response, err error, local bool) int {
+// answer takes the outcome of copy n, out being Classify's verdict on it,
+// and returns the number of the copy the calling goroutine is to send
+// next, or 0. A local rejection (OutcomeRejected) while the caller waits
+// neither wins nor starts a copy.
+func (c *hedgeCall) answer(n int, resp *http.Response, err error, out Outcome) int {
 	rp := c.rt.p.retry
 	c.mu.Lock()
 	c.inflight--
@@ -290,11 +291,11 @@ func (c *hedgeCall) answer(n int, resp *http.Response, err error, local bool) in
 		c.resp, c.err, c.kept = resp, err, n
 	}
 	switch {
-	case local:
+	case out == OutcomeRejected && c.ctx.Err() == nil:
 		if c.kept == 0 {
 			keep() // the outcome of last resort
 		}
-	case c.ctx.Err() != nil || !rp.retryable(c.req, resp, err):
+	case c.ctx.Err() != nil || !rp.retryable(c.req, resp, err, out):
 		keep()
 		c.finishLocked(n, true) // the winner
 		drain(stale)
@@ -348,10 +349,13 @@ func (c *hedgeCall) finishLocked(winner int, won bool) {
 		}
 	}
 	if c.kept > 0 {
-		// The outcome's context lives as long as its body is read.
+		// The outcome's context lives as long as its body is read; an
+		// empty body (http.NoBody) ends it now and is handed on as is, so
+		// that the bulkhead above frees its slot at once, as for a call
+		// that is not hedged.
 		kc := c.cancels[c.kept-1]
-		if c.resp != nil && c.resp.Body != nil {
-			c.resp.Body = OnBodyEnd(c.resp.Body, func() { kc(nil) })
+		if c.resp != nil {
+			endAfterBody(c.resp, func() { kc(nil) })
 		} else {
 			others = append(others, kc)
 		}

@@ -420,3 +420,34 @@ func TestHedgeNeverCopiesAMethodTheGateRefusesEvenWithShouldRetry(t *testing.T) 
 		}
 	})
 }
+
+// TestHedgeFreesTheSlotOfAnEmptyAnswerAtOnce guards the defect where
+// hedging wrapped an empty answer (http.NoBody) to release its copy's
+// context when the body ended, so that the bulkhead above held its slot
+// until the caller closed a body with nothing in it, while a call that is
+// not hedged frees it at once. The empty body is handed on as is.
+func TestHedgeFreesTheSlotOfAnEmptyAnswerAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var copyCtx context.Context
+		empty := middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			copyCtx = req.Context()
+			return &http.Response{StatusCode: http.StatusNoContent, Body: http.NoBody, Request: req}, nil
+		})
+		bh := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1}, middleware.BulkheadOptions{})
+		rt := middleware.Chain(bh.Middleware(), middleware.Hedge(hedgeOn(100*ms, 1), retryFor(1), middleware.HedgeOptions{}))(empty)
+		resp, err := rt.RoundTrip(newReq(t, context.Background(), http.MethodGet, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Body != http.NoBody {
+			t.Errorf("body: got %T, want http.NoBody handed on as is", resp.Body)
+		}
+		if got := bh.InUse(); got != 0 {
+			t.Errorf("bulkhead slots in use before the body is closed: got %d, want 0", got)
+		}
+		if copyCtx.Err() == nil {
+			t.Error("the winning copy's context is still alive: want it ended with the empty answer")
+		}
+		resp.Body.Close()
+	})
+}

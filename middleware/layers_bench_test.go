@@ -68,7 +68,7 @@ func BenchmarkChain(b *testing.B) {
 			middleware.Timeout(0, middleware.TimeoutOptions{Events: ev}),
 			middleware.NewBreaker(breaker, middleware.BreakerOptions{Events: ev}).Middleware(),
 			middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1 << 20}, middleware.BulkheadOptions{Events: ev}).Middleware(),
-			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget, middleware.BudgetOptions{}), Events: ev}),
+			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget, middleware.BudgetOptions{}), Events: ev, ReadOnlyBelow: true}),
 			middleware.AttemptTimeout(0, middleware.TimeoutOptions{Events: ev}),
 			middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e9, Burst: 1 << 20}, middleware.RateLimitOptions{Events: ev}).Middleware(),
 			middleware.Headers(nil, middleware.HeadersOptions{}),
@@ -79,7 +79,7 @@ func BenchmarkChain(b *testing.B) {
 	b.Run("defaults", func(b *testing.B) {
 		chain := middleware.Chain(
 			middleware.Timeout(30*time.Second, middleware.TimeoutOptions{Events: ev}),
-			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget, middleware.BudgetOptions{}), Events: ev}),
+			middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget, middleware.BudgetOptions{}), Events: ev, ReadOnlyBelow: true}),
 			middleware.AttemptTimeout(0, middleware.TimeoutOptions{Events: ev}),
 			middleware.Headers(nil, middleware.HeadersOptions{}),
 			middleware.Logging(middleware.LoggingSettings{Level: middleware.LogDebug}, middleware.LoggingOptions{Events: ev}),
@@ -105,7 +105,7 @@ func BenchmarkLayersAdded(b *testing.B) {
 		{"headers", middleware.Headers(nil, middleware.HeadersOptions{})},
 		{"ratelimit", middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1e9, Burst: 1 << 20}, middleware.RateLimitOptions{Events: ev}).Middleware()},
 		{"attempt-timeout", middleware.AttemptTimeout(0, middleware.TimeoutOptions{Events: ev})},
-		{"retry", middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget, middleware.BudgetOptions{}), Events: ev})},
+		{"retry", middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget, middleware.BudgetOptions{}), Events: ev, ReadOnlyBelow: true})},
 		{"bulkhead", middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1 << 20}, middleware.BulkheadOptions{Events: ev}).Middleware()},
 		{"breaker", middleware.NewBreaker(breaker, middleware.BreakerOptions{Events: ev}).Middleware()},
 		{"timeout-off", middleware.Timeout(0, middleware.TimeoutOptions{Events: ev})},
@@ -116,5 +116,81 @@ func BenchmarkLayersAdded(b *testing.B) {
 	for i, l := range layers {
 		rt = middleware.Chain(l.mw)(rt)
 		b.Run(fmt.Sprintf("%d-%s", i+1, l.name), func(b *testing.B) { serialRT(b, rt, req) })
+	}
+}
+
+// TestRetryReadOnlyBelowAllocatesNothingOnSuccess: a GET that succeeds at
+// once costs Retry no allocation with ReadOnlyBelow (it was the three of
+// a Request.Clone).
+func TestRetryReadOnlyBelowAllocatesNothingOnSuccess(t *testing.T) {
+	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/v1/items", nil)
+	allocs := func(rt http.RoundTripper) float64 {
+		return testing.AllocsPerRun(200, func() {
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		})
+	}
+	bare := allocs(prebuilt())
+	retry := middleware.DefaultRetrySettings()
+	budget := middleware.NewBudget(retry.Budget, middleware.BudgetOptions{})
+	got := allocs(middleware.Retry(retry, middleware.RetryOptions{Budget: budget, ReadOnlyBelow: true})(prebuilt()))
+	if got != bare {
+		t.Errorf("retry with ReadOnlyBelow: %v allocs per call, bare %v: want none added", got, bare)
+	}
+}
+
+// TestChainAllocationsOverBare: the chains of BenchmarkChain, built as the
+// factory builds them for a client without attempt middleware, allocate
+// per successful GET at most their targets over the transport alone:
+// retry + breaker 1 (it is 0: no layer copies the request), the defaults
+// 5 (the total timeout's context.WithDeadlineCause, 4, and the
+// Request.WithContext that carries it). Each attempt used to be a
+// Request.Clone, 3 more.
+func TestChainAllocationsOverBare(t *testing.T) {
+	req, _ := http.NewRequest(http.MethodGet, "http://svc.test/v1/items", nil)
+	allocs := func(rt http.RoundTripper) float64 {
+		return testing.AllocsPerRun(200, func() {
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		})
+	}
+	ev := &middleware.Events{Client: "svc", Logger: slog.New(slog.DiscardHandler)}
+	retry := middleware.DefaultRetrySettings()
+	retryLayer := func() middleware.Middleware {
+		return middleware.Retry(retry, middleware.RetryOptions{Budget: middleware.NewBudget(retry.Budget, middleware.BudgetOptions{}), Events: ev, ReadOnlyBelow: true})
+	}
+	breaker := middleware.DefaultBreakerSettings()
+	breaker.Enabled = true
+	bare := allocs(prebuilt())
+	for _, tc := range []struct {
+		name  string
+		chain middleware.Middleware
+		max   float64
+	}{
+		{"retry + breaker", middleware.Chain(
+			middleware.Timeout(0, middleware.TimeoutOptions{Events: ev}),
+			middleware.NewBreaker(breaker, middleware.BreakerOptions{Events: ev}).Middleware(),
+			retryLayer(),
+			middleware.AttemptTimeout(0, middleware.TimeoutOptions{Events: ev}),
+			middleware.Headers(nil, middleware.HeadersOptions{}),
+			middleware.Logging(middleware.LoggingSettings{Level: middleware.LogDebug}, middleware.LoggingOptions{Events: ev}),
+		), 1},
+		{"defaults", middleware.Chain(
+			middleware.Timeout(30*time.Second, middleware.TimeoutOptions{Events: ev}),
+			retryLayer(),
+			middleware.AttemptTimeout(0, middleware.TimeoutOptions{Events: ev}),
+			middleware.Headers(nil, middleware.HeadersOptions{}),
+			middleware.Logging(middleware.LoggingSettings{Level: middleware.LogDebug}, middleware.LoggingOptions{Events: ev}),
+		), 5},
+	} {
+		if got := allocs(tc.chain(prebuilt())) - bare; got > tc.max {
+			t.Errorf("%s: %v allocations per call over the transport's %v, want at most %v", tc.name, got, bare, tc.max)
+		}
 	}
 }

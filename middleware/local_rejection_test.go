@@ -172,3 +172,161 @@ func TestRateLimitedRetryReturnsTheBackendsAnswer(t *testing.T) {
 		}
 	})
 }
+
+// TestBulkheadWaitCutByDeadlineIsNotABreakerFailure guards the defect where
+// a call that timed out while waiting for a bulkhead slot counted as a
+// backend failure: two calls queued behind a held slot until the total
+// timeout fired opened a threshold-2 breaker, though the backend answered
+// 200 to everything it received. The cut wait is a local rejection: its
+// error matches ErrBulkheadFull and context.DeadlineExceeded, and the
+// breaker counts it as neither.
+func TestBulkheadWaitCutByDeadlineIsNotABreakerFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		backend := fakert.New(fakert.Step{Body: "ok"})
+		br := middleware.NewBreaker(bkSettings(func(s *middleware.BreakerSettings) { s.FailureThreshold = 2 }), middleware.BreakerOptions{})
+		bh := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1, MaxWait: time.Minute}, middleware.BulkheadOptions{})
+		rt := middleware.Chain(middleware.Timeout(100*time.Millisecond, middleware.TimeoutOptions{}), br.Middleware(), bh.Middleware())(backend)
+
+		held, err := rt.RoundTrip(newReq(t, context.Background(), http.MethodGet, "")) // its open body holds the slot
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 {
+			start := time.Now()
+			_, err := rt.RoundTrip(newReq(t, context.Background(), http.MethodGet, ""))
+			if !errors.Is(err, middleware.ErrBulkheadFull) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("queued call %d: got %v, want an error matching ErrBulkheadFull and context.DeadlineExceeded", i+1, err)
+			}
+			if got := middleware.Classify(nil, nil, err); got != middleware.OutcomeRejected {
+				t.Errorf("queued call %d: Classify = %v, want rejected", i+1, got)
+			}
+			if took := time.Since(start); took != 100*time.Millisecond {
+				t.Errorf("queued call %d waited %v, want the 100ms timeout", i+1, took)
+			}
+		}
+		if st := br.State(); st != middleware.BreakerClosed {
+			t.Fatalf("breaker after two calls cut while queued: got %v, want closed (the backend answered 200 to everything)", st)
+		}
+		held.Body.Close()
+		resp, err := rt.RoundTrip(newReq(t, context.Background(), http.MethodGet, ""))
+		if err != nil {
+			t.Fatalf("a call once the slot is free: %v", err)
+		}
+		readAll(t, resp)
+		if got := backend.Calls(); got != 2 {
+			t.Errorf("backend saw %d calls, want 2", got)
+		}
+	})
+}
+
+// TestBulkheadQueueingInAGroupLeavesTheSharedAdaptiveProbabilityAlone
+// guards the defect where, in a circuit_breaker.group, one member's calls
+// cut while queued for its bulkhead counted as backend failures in the
+// shared adaptive breaker and raised the rejection probability for every
+// member. One Breaker shared by two layers (two clients of a group), the
+// first with a bulkhead of one slot: its queued calls change no count.
+func TestBulkheadQueueingInAGroupLeavesTheSharedAdaptiveProbabilityAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		always := func() float64 { return 0 } // rejects whenever the probability is above 0
+		br := middleware.NewBreaker(adaptiveSettings(2), middleware.BreakerOptions{Rand: always})
+		backend := fakert.New(fakert.Step{Body: "ok"})
+		bh := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1, MaxWait: time.Minute}, middleware.BulkheadOptions{})
+		timeout := middleware.Timeout(100*time.Millisecond, middleware.TimeoutOptions{})
+		queued := middleware.Chain(timeout, br.MiddlewareFor(nil), bh.Middleware())(backend)
+		other := middleware.Chain(timeout, br.MiddlewareFor(nil))(backend)
+
+		held, err := queued.RoundTrip(newReq(t, context.Background(), http.MethodGet, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer held.Body.Close()
+		for i := range 3 {
+			if _, err := queued.RoundTrip(newReq(t, context.Background(), http.MethodGet, "")); !errors.Is(err, middleware.ErrBulkheadFull) {
+				t.Errorf("queued call %d: got %v, want an error matching ErrBulkheadFull", i+1, err)
+			}
+		}
+		if p := br.Probabilities()[""]; p != 0 {
+			t.Fatalf("shared rejection probability after one member's queueing: got %v, want 0", p)
+		}
+		resp, err := other.RoundTrip(newReq(t, context.Background(), http.MethodGet, ""))
+		if err != nil {
+			t.Fatalf("the other member's call: got %v, want it admitted", err)
+		}
+		readAll(t, resp)
+	})
+}
+
+// TestCircuitOpenBelowRetryIsNotRetried: a breaker's rejection is local
+// back-pressure, like a full bulkhead, so Retry does not retry it (it used
+// to, as a transport error, until its attempts ran out); a rejection of a
+// retry gives back the backend's previous answer, not the refusal.
+func TestCircuitOpenBelowRetryIsNotRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		backend := fakert.New(fakert.Step{Status: 503, Body: "down"})
+		br := middleware.NewBreaker(bkSettings(func(s *middleware.BreakerSettings) { s.FailureThreshold = 1 }), middleware.BreakerOptions{})
+		rt := middleware.Chain(middleware.Retry(fixedSettings(), middleware.RetryOptions{}), br.Middleware())(backend)
+		start := time.Now()
+		resp, err := rt.RoundTrip(newReq(t, context.Background(), http.MethodGet, ""))
+		if err != nil {
+			t.Fatalf("got %v, want the backend's 503", err)
+		}
+		if body := readAll(t, resp); resp.StatusCode != 503 || body != "down" {
+			t.Fatalf("got %d %q, want 503 \"down\"", resp.StatusCode, body)
+		}
+		if took := time.Since(start); took != time.Second {
+			t.Errorf("took %v, want 1s: one backoff, then the rejected retry ends the call", took)
+		}
+		if got := backend.Calls(); got != 1 {
+			t.Errorf("backend saw %d calls, want 1", got)
+		}
+
+		// Retry's own view: a rejection is returned at once.
+		calls := 0
+		open := middleware.RoundTripperFunc(func(*http.Request) (*http.Response, error) {
+			calls++
+			return nil, &middleware.CircuitOpenError{RetryIn: time.Second}
+		})
+		_, err = middleware.Retry(fixedSettings(), middleware.RetryOptions{})(open).RoundTrip(newReq(t, context.Background(), http.MethodGet, ""))
+		if !errors.Is(err, middleware.ErrCircuitOpen) || calls != 1 {
+			t.Errorf("got %v after %d attempts, want ErrCircuitOpen after 1", err, calls)
+		}
+	})
+}
+
+// TestRateLimitWaitEndedByDeadlineIsARejection: a wait for a token that a
+// deadline ends (here, one already passed) is a local rejection, matching
+// ErrRateLimited and context.DeadlineExceeded; a cancellation is the
+// caller's and matches context.Canceled alone.
+func TestRateLimitWaitEndedByDeadlineIsARejection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 1, Burst: 1}, middleware.RateLimitOptions{})
+		rt := lim.Middleware()(fakert.New())
+		resp, err := rt.RoundTrip(newReq(t, context.Background(), http.MethodGet, "")) // the one token
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+
+		ctx, cancel := context.WithDeadline(context.Background(), time.Now())
+		defer cancel()
+		req := newReq(t, ctx, http.MethodGet, "")
+		_, err = rt.RoundTrip(req)
+		if !errors.Is(err, middleware.ErrRateLimited) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("deadline: got %v, want an error matching ErrRateLimited and context.DeadlineExceeded", err)
+		}
+		if got := middleware.Classify(req, nil, err); got != middleware.OutcomeRejected {
+			t.Errorf("deadline: Classify = %v, want rejected", got)
+		}
+
+		ctx, cancel = context.WithCancel(context.Background())
+		cancel()
+		req = newReq(t, ctx, http.MethodGet, "")
+		_, err = rt.RoundTrip(req)
+		if !errors.Is(err, context.Canceled) || errors.Is(err, middleware.ErrRateLimited) {
+			t.Fatalf("cancelled: got %v, want an error matching context.Canceled only", err)
+		}
+		if got := middleware.Classify(req, nil, err); got != middleware.OutcomeCallerGone {
+			t.Errorf("cancelled: Classify = %v, want caller_gone", got)
+		}
+	})
+}

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/switchboard-http/switchboard/internal/eventrec"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -43,30 +44,11 @@ func readAll(t *testing.T, resp *http.Response) string {
 	return string(b)
 }
 
-// recorder is an Observer that keeps every event.
-type recorder struct {
-	mu     sync.Mutex
-	events []middleware.Event
-}
-
-func (r *recorder) OnEvent(_ context.Context, e middleware.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-}
+// recorder is an Observer that keeps every event (internal/eventrec).
+type recorder struct{ eventrec.Recorder }
 
 // named returns the events called name.
-func (r *recorder) named(name string) []middleware.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []middleware.Event
-	for _, e := range r.events {
-		if e.Name == name {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+func (r *recorder) named(name string) []middleware.Event { return r.Named(name) }
 
 // newEvents returns Events that feed a new recorder.
 func newEvents() (*middleware.Events, *recorder) {

@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,9 +17,10 @@ import (
 // ErrRateLimited is matched, with errors.Is, by the error of an attempt
 // that a RateLimit refused because its wait for a token could not end
 // before the deadline it runs under (the attempt's, the call's or the
-// caller's). It is found through the *url.Error that http.Client wraps
-// around it. Retry does not retry it, and a Breaker counts it as neither a
-// success nor a failure: it is local back-pressure, not a backend failure.
+// caller's), or that such a deadline ended. It is found through the
+// *url.Error that http.Client wraps around it. Retry does not retry it,
+// and a Breaker counts it as neither a success nor a failure: it is local
+// back-pressure, not a backend failure (see Classify).
 var ErrRateLimited = errors.New("rate limit exceeded")
 
 // RateLimitOptions are the code-only options of NewRateLimit. The zero
@@ -105,8 +107,10 @@ func (l *RateLimit) Tokens() float64 {
 // A wait that cannot end before the request context's deadline is not
 // started: RoundTrip cancels the reservation and returns at once an error
 // matching ErrRateLimited. A wait ends early when the request context ends,
-// with an error matching the context's error (errors.Is(err,
-// context.Canceled)), and cancels its reservation. After a wait the layer
+// and cancels its reservation: ended by a deadline, with an error matching
+// both ErrRateLimited and context.DeadlineExceeded (no token came in time:
+// a local rejection); cancelled, with an error matching the context's
+// error alone (errors.Is(err, context.Canceled): the caller is gone). After a wait the layer
 // emits EventRateLimitWaited with the wait as Delay; an attempt that did
 // not wait emits nothing.
 //
@@ -154,8 +158,8 @@ func (l *RateLimit) wait(lim *rate.Limiter, req *http.Request, ev *Events) error
 		return nil
 	}
 	ctx := req.Context()
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("switchboard: waiting for the rate limiter: %w", err)
+	if ctx.Err() != nil {
+		return l.cut(ctx, lim, 0)
 	}
 	r := lim.ReserveN(now, 1)
 	d := r.DelayFrom(now)
@@ -173,7 +177,7 @@ func (l *RateLimit) wait(lim *rate.Limiter, req *http.Request, ev *Events) error
 	case <-ctx.Done():
 		timer.Stop()
 		r.CancelAt(time.Now())
-		return fmt.Errorf("switchboard: waiting for the rate limiter: %w", ctx.Err())
+		return l.cut(ctx, lim, d)
 	}
 	if ev.on(ctx, slog.LevelDebug) {
 		ev.Emit(ctx, slog.LevelDebug, Event{
@@ -185,6 +189,23 @@ func (l *RateLimit) wait(lim *rate.Limiter, req *http.Request, ev *Events) error
 		})
 	}
 	return nil
+}
+
+// cut returns the error of a wait of d for a token of lim that ctx ended
+// (before it began, for d 0): one matching both ErrRateLimited and
+// context.DeadlineExceeded when a deadline ended it, as when the wait is
+// refused up front (a local rejection, whoever set the deadline), and the
+// context's error alone when a cancellation did (the caller is gone).
+func (l *RateLimit) cut(ctx context.Context, lim *rate.Limiter, d time.Duration) error {
+	if waitRejected(ctx) {
+		why := "the deadline had passed when the attempt came for a token"
+		if d > 0 {
+			why = fmt.Sprintf("a deadline ended the wait of %v for a token", d)
+		}
+		return fmt.Errorf("switchboard: %w: %s (requests_per_second %g, burst %d): %w",
+			ErrRateLimited, why, float64(lim.Limit()), lim.Burst(), ctx.Err())
+	}
+	return fmt.Errorf("switchboard: waiting for the rate limiter: %w", ctx.Err())
 }
 
 // refused builds the ErrRateLimited error of a wait of d that was not

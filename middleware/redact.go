@@ -36,11 +36,16 @@ func IsSensitiveParam(name string) bool {
 // values are secrets (Authorization, X-Api-Key, Cookie, X-Auth-Token, …).
 var sensitiveHeaderWords = [...]string{"auth", "token", "secret", "key", "password", "passwd", "cookie", "session", "signature", "credential"}
 
-// IsSensitiveHeader reports whether the value of the header called name is
-// treated as a secret: Authorization, Proxy-Authorization, Cookie and any
-// name containing auth, token, secret, key, password, passwd, cookie,
-// session, signature or credential, ignoring case. Status output shows such
-// values as Redacted. It is safe for concurrent use.
+// IsSensitiveHeader reports whether the header called name carries a
+// credential: Authorization, Proxy-Authorization, Cookie and any name
+// containing auth, token, secret, key, password, passwd, cookie, session,
+// signature or credential, ignoring case. Every header net/http strips from
+// a redirect that leaves the domain (Authorization, WWW-Authenticate,
+// Cookie, Cookie2, Proxy-Authorization, Proxy-Authenticate) is one. It is
+// the one decision of "is this header a credential": output (Settings,
+// Status, the status JSON, explain) shows such values as Redacted
+// (RedactHeaders), and Headers sends such headers only to the origin of
+// the call's first request. It is safe for concurrent use.
 func IsSensitiveHeader(name string) bool {
 	n := strings.ToLower(name)
 	for _, w := range sensitiveHeaderWords {
@@ -49,6 +54,24 @@ func IsSensitiveHeader(name string) bool {
 		}
 	}
 	return false
+}
+
+// RedactHeaders returns a copy of h with the value of every sensitive header
+// (IsSensitiveHeader) replaced by Redacted; an empty value stays empty, so
+// that "none set" shows. A nil h gives nil. h is not changed. It is safe
+// for concurrent use.
+func RedactHeaders(h map[string]string) map[string]string {
+	if h == nil {
+		return nil
+	}
+	out := make(map[string]string, len(h))
+	for name, v := range h {
+		if v != "" && IsSensitiveHeader(name) {
+			v = Redacted
+		}
+		out[name] = v
+	}
+	return out
 }
 
 // RedactURL returns u as a string without its userinfo and with the value of

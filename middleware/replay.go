@@ -87,6 +87,22 @@ func (r *replay) body(req *http.Request, n int) (io.ReadCloser, int64, error) {
 	}
 }
 
+// sameBody reports whether attempt n (1-based) sends req's own Body and
+// ContentLength, so that its request needs no copy for the body's sake.
+func (r *replay) sameBody(n int) bool {
+	switch r.kind {
+	case replayNone:
+		return true
+	case replayGetBody:
+		return n == 1
+	case replayOnce:
+		_, prefixed := r.once.(*prefixBody)
+		return !prefixed
+	default: // replayBuffered: every attempt reads the buffer
+		return false
+	}
+}
+
 // bufSource holds a buffered request body. Its getBody is set as the GetBody
 // of each attempt's clone, so that the transport can resend the body itself
 // (after a reused connection broke). It lives on the heap so that taking the

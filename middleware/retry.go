@@ -12,7 +12,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -62,6 +61,13 @@ type RetryOptions struct {
 	// rules over it, and the deadline and budget gates still apply. A
 	// negative result counts as 0. It must be safe for concurrent use.
 	Backoff func(attempt int, resp *http.Response, err error) time.Duration
+	// ReadOnlyBelow says that no layer below Retry changes the request it
+	// is given: each keeps the RoundTripper contract and copies a request
+	// before it writes to it (the package's own layers do). Retry then
+	// copies the caller's request only where it changes something itself
+	// (see Retry). False, the zero value, gives every attempt its own
+	// Request.Clone, which the layers below may change in place.
+	ReadOnlyBelow bool
 }
 
 // Retry returns the middleware that retries failed attempts of a logical
@@ -75,8 +81,9 @@ type RetryOptions struct {
 //     is sent once, intact (the buffered prefix, then the rest), and never
 //     retried;
 //  3. the caller's context is still alive (its cancellation or deadline is
-//     never retried), and the error is not a local rejection,
-//     ErrBulkheadFull or ErrRateLimited (back-pressure from this process,
+//     never retried), and the outcome is not a local rejection
+//     (OutcomeRejected of Classify: ErrBulkheadFull, ErrRateLimited or
+//     ErrCircuitOpen from a layer below, back-pressure from this process,
 //     not a backend failure; see the package doc's table);
 //  4. RetryOptions.ShouldRetry, if set, which replaces 5 and 6;
 //  5. method eligible: RetryAllMethods, else the method is in
@@ -84,24 +91,33 @@ type RetryOptions struct {
 //     does; nil means the idempotent set GET HEAD OPTIONS PUT DELETE, an
 //     empty list no method);
 //  6. outcome retryable: a status in RetryableStatus, or a transport error
-//     that is not permanent (see IsPermanent);
-//  7. the wait is allowed: a Retry-After longer than MaxBackoff, or a wait
-//     that would end at or after the context's deadline, is not waited for;
+//     that is not permanent (OutcomeFailure, not OutcomePermanent);
+//  7. the wait is allowed: a Retry-After longer than MaxBackoff (the main
+//     schedule's, after a 429 too: RateLimited only schedules a 429
+//     without a valid Retry-After), or a wait that would end at or after
+//     the context's deadline, is not waited for;
 //  8. the budget has a token; if not, EventRetryBudgetExhausted is emitted.
 //
 // The delay before retry n is RetrySettings.Delay (of ForRateLimited after
 // a 429), or RetryOptions.Backoff when set, unless the response carries a
 // valid Retry-After, which replaces it. With AttemptHeader set, every
-// attempt carries its number in that header, on its own clone. Waits use one timer per
+// attempt carries its number in that header, on its own copy. Waits use one timer per
 // call and end at once when the context is done; the call then returns the
 // context's error, wrapped.
 //
-// Each attempt is sent as its own *http.Request, req.Clone with the
-// attempt's context and body, so the layers below may change it (headers,
-// path values, anything) and the caller's request is never changed.
+// The caller's request is never changed. Each attempt is sent as its own
+// Request.Clone with the attempt's context and body, so that the layers
+// below may change it (headers, path values, anything), unless
+// RetryOptions.ReadOnlyBelow says they do not; then an attempt is sent as
+// net/http's own client sends a request: the caller's request itself when
+// nothing differs (the first attempt, its own body, no AttemptHeader), a
+// shallow copy (Request.WithContext) when only the context or the body
+// differs (a retry, a buffered body), and a shallow copy with its own
+// Header when the AttemptHeader is set (see RetryOptions.ReadOnlyBelow).
+//
 // A response that will be retried is drained (up to 64 KiB, kept in
-// memory) and closed before the wait; when local back-pressure refuses the
-// retry (ErrRateLimited, ErrBulkheadFull from a layer below), that
+// memory) and closed before the wait; when a local rejection refuses the
+// retry (ErrRateLimited, ErrBulkheadFull, ErrCircuitOpen from below), that
 // response is returned with its kept body instead of the refusal, so the
 // caller and the breaker see what the backend said. The last response is
 // returned intact: running out of
@@ -110,8 +126,9 @@ type RetryOptions struct {
 // RoundTripper contract requires.
 //
 // With MaxRetries 0 (and no override) the layer only deposits into the
-// budget and passes on a clone of the request. The retry layer reads status codes, which a plain
-// RoundTripper does not; that is its job. It is safe for concurrent use; s
+// budget and sends the request as its one attempt, as above. The retry
+// layer reads status codes, which a plain RoundTripper does not; that is
+// its job. It is safe for concurrent use; s
 // and o are copied.
 func Retry(s RetrySettings, o RetryOptions) Middleware {
 	p := newRetryPolicy(s, o)
@@ -134,6 +151,7 @@ type retryPolicy struct {
 	budget      *Budget
 	ev          *Events
 	rand        func() float64
+	readOnly    bool // RetryOptions.ReadOnlyBelow
 }
 
 func newRetryPolicy(s RetrySettings, o RetryOptions) *retryPolicy {
@@ -145,6 +163,7 @@ func newRetryPolicy(s RetrySettings, o RetryOptions) *retryPolicy {
 		ev:          o.Events,
 		rand:        o.Rand,
 		backoff:     o.Backoff,
+		readOnly:    o.ReadOnlyBelow,
 	}
 	if s.AttemptHeader != "" {
 		p.header = http.CanonicalHeaderKey(s.AttemptHeader)
@@ -198,8 +217,9 @@ func (p *retryPolicy) statusOK(code int) bool {
 	return code >= 0 && code < len(p.status)*64 && p.status[code/64]&(1<<(code%64)) != 0
 }
 
-// retryable applies gates 4 to 6 to an outcome.
-func (p *retryPolicy) retryable(req *http.Request, resp *http.Response, err error) bool {
+// retryable applies gates 4 to 6 to an outcome, out being Classify's
+// verdict on it.
+func (p *retryPolicy) retryable(req *http.Request, resp *http.Response, err error, out Outcome) bool {
 	if p.shouldRetry != nil {
 		return p.shouldRetry(req, resp, err)
 	}
@@ -207,7 +227,7 @@ func (p *retryPolicy) retryable(req *http.Request, resp *http.Response, err erro
 		return false
 	}
 	if err != nil {
-		return !IsPermanent(err)
+		return out == OutcomeFailure // not permanent, rejected nor abandoned
 	}
 	return p.statusOK(resp.StatusCode)
 }
@@ -224,9 +244,7 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	maxRetries := maxRetriesFor(ctx, p.s.MaxRetries)
 	if maxRetries == 0 {
-		areq := req.Clone(ctx) // the layers below may change their request
-		p.markAttempt(areq, 1)
-		return rt.next.RoundTrip(areq)
+		return rt.next.RoundTrip(p.attemptRequest(req, nil, nil, nil, 0, 1))
 	}
 	// The body plan stays on this frame; only a body that must be buffered
 	// allocates (the buffer). A call whose method can never be retried does
@@ -242,32 +260,21 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		timer *time.Timer // made at the first wait only: the success path has none
 		prev  = p.s.InitialBackoff
 		// last is the previous attempt's outcome, its body held in memory:
-		// when local back-pressure (a rate-limit wait that cannot end in
-		// time, a full bulkhead) refuses the retry, the caller and the
-		// breaker get the backend's answer, not the refusal, which would
-		// hide a failing backend from both.
+		// when a local rejection (a rate-limit wait that cannot end in
+		// time, a full bulkhead, a breaker below) refuses the retry, the
+		// caller and the breaker get the backend's answer, not the refusal,
+		// which would hide a failing backend from both.
 		last *lastResort
 	)
 	for n := 1; ; n++ {
-		actx := ctx
+		// nil: the caller's context.
+		var actx context.Context
 		if n > 1 { // the first attempt needs no mark: AttemptFrom reads 1 without one
 			actx = context.WithValue(ctx, attemptKey{}, n)
 		}
-		areq := req.Clone(actx)
-		areq.Body, areq.ContentLength = body, length
-		if rb.kind == replayBuffered {
-			areq.GetBody = rb.buf.getBody
-		}
-		p.markAttempt(areq, n)
-		resp, err = rt.next.RoundTrip(areq)
+		resp, err = rt.next.RoundTrip(p.attemptRequest(req, actx, &rb, body, length, n))
 		if resp == nil && err == nil {
 			err = errNoResponse
-		}
-		if last != nil {
-			if resp == nil && localBackPressure(err) {
-				return last.resp, last.err
-			}
-			last = nil
 		}
 		if err != nil && resp != nil { // a broken contract: keep the error, free the response
 			if resp.Body != nil {
@@ -278,19 +285,28 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err == nil && p.shouldRetry == nil && !p.statusOK(resp.StatusCode) {
 			return resp, nil // gate 6 first: the common success needs no other
 		}
+		out := Classify(req, resp, err)
+		if last != nil {
+			if out == OutcomeRejected && ctx.Err() == nil {
+				return last.resp, last.err
+			}
+			last = nil
+		}
 		if n > maxRetries { // gate 1
-			if ctx.Err() == nil && !localBackPressure(err) && p.retryable(req, resp, err) {
+			if ctx.Err() == nil && out != OutcomeRejected && p.retryable(req, resp, err, out) {
 				p.emit(ctx, slog.LevelWarn, EventRetryExhausted, req, n, 0, resp, err)
 			}
 			return resp, err
 		}
-		if !rb.replayable() || ctx.Err() != nil || localBackPressure(err) || !p.retryable(req, resp, err) { // gates 2 to 6
+		if !rb.replayable() || ctx.Err() != nil || out == OutcomeRejected || !p.retryable(req, resp, err, out) { // gates 2 to 6
 			return resp, err
 		}
 		now := time.Now()
 		var delay time.Duration
 		if ra, ok := retryAfter(resp, now); ok {
-			if limit := p.maxBackoffFor(resp); limit > 0 && ra > limit {
+			// A Retry-After, on a 429 as on any status, is judged against the
+			// main max_backoff; rate_limited schedules only a 429 without one.
+			if p.s.MaxBackoff > 0 && ra > p.s.MaxBackoff {
 				return resp, err // gate 7: the server asks for more than we wait
 			}
 			delay = ra
@@ -333,16 +349,6 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// maxBackoffFor returns the longest wait retry accepts after resp: the
-// rate-limited schedule's max_backoff after a 429, the main one's
-// otherwise. A Retry-After above it is not waited for.
-func (p *retryPolicy) maxBackoffFor(resp *http.Response) time.Duration {
-	if resp != nil && resp.StatusCode == http.StatusTooManyRequests {
-		return p.rl.MaxBackoff
-	}
-	return p.s.MaxBackoff
-}
-
 // delay returns the scheduled wait before retry n (1-based) after the
 // outcome resp or err, which carried no valid Retry-After: the Backoff
 // option's, or the schedule's (the rate-limited one after a 429).
@@ -359,18 +365,6 @@ func (p *retryPolicy) delay(n int, prev time.Duration, resp *http.Response, err 
 		r = p.rand()
 	}
 	return s.Delay(n, prev, r)
-}
-
-// markAttempt sets the attempt header, if configured, on areq, an
-// attempt's own clone (whose Header map Clone copied).
-func (p *retryPolicy) markAttempt(areq *http.Request, n int) {
-	if p.header == "" {
-		return
-	}
-	if areq.Header == nil {
-		areq.Header = make(http.Header, 1)
-	}
-	areq.Header[p.header] = []string{strconv.Itoa(n)}
 }
 
 // attemptKey is the context key under which Retry marks the attempt number
@@ -390,12 +384,6 @@ func AttemptFrom(ctx context.Context) int {
 		}
 	}
 	return 1
-}
-
-// localBackPressure reports whether err is a refusal of a bulkhead or a
-// rate limit, which Retry never retries (gate 3).
-func localBackPressure(err error) bool {
-	return err != nil && (errors.Is(err, ErrBulkheadFull) || errors.Is(err, ErrRateLimited))
 }
 
 // emit sends a retry event about the outcome (resp or err) of attempt n.

@@ -133,3 +133,66 @@ func TestRoutesMatchAsTheRequestIsSent(t *testing.T) {
 		t.Errorf("a request that matches no route: %v allocations, want at most 8 (no 405 answer built)", allocs)
 	}
 }
+
+// TestRoutePatternWithPortMatchesHostAndPort: a pattern whose host names a
+// port ("POST billing.test:8443/v1/charges") matches requests to that host
+// and port, written or implied by the scheme, and no other port; it is
+// more specific than the same host without a port. ServeMux alone compares
+// hosts without ports, so such a pattern used to load and never match.
+func TestRoutePatternWithPortMatchesHostAndPort(t *testing.T) {
+	routes, err := middleware.NewRoutes(
+		"POST billing.test:8443/v1/charges",
+		"billing.test/v1/",
+		"GET billing.test:443/v1/reports/{id}",
+		"[::1]:9000/v1/",
+		"/v1/",
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		method, url, host string // host: the Host field, "" = the URL's
+		want              string
+	}{
+		{"POST", "https://billing.test:8443/v1/charges", "", "POST billing.test:8443/v1/charges"},
+		{"POST", "http://billing.test:8443/v1/charges", "", "POST billing.test:8443/v1/charges"},
+		{"POST", "https://BILLING.test:8443/v1/charges", "", "POST billing.test:8443/v1/charges"},
+		{"POST", "https://billing.test:9443/v1/charges", "", "billing.test/v1/"}, // another port
+		{"POST", "https://billing.test/v1/charges", "", "billing.test/v1/"},      // 443 implied
+		{"GET", "https://billing.test:8443/v1/charges", "", "billing.test/v1/"},  // another method
+		{"GET", "https://billing.test/v1/reports/7", "", "GET billing.test:443/v1/reports/{id}"},
+		{"GET", "https://billing.test:443/v1/reports/7", "", "GET billing.test:443/v1/reports/{id}"},
+		{"GET", "http://billing.test/v1/reports/7", "", "billing.test/v1/"}, // 80 implied
+		{"POST", "http://10.0.0.5/v1/charges", "billing.test:8443", "POST billing.test:8443/v1/charges"},
+		{"GET", "http://[::1]:9000/v1/x", "", "[::1]:9000/v1/"},
+		{"GET", "http://[::1]:9001/v1/x", "", "/v1/"},
+		{"POST", "http://other.test:8443/v1/charges", "", "/v1/"},
+		{"POST", "http://other.test:8443/v2", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.url+" "+tt.host, func(t *testing.T) {
+			req, err := http.NewRequest(tt.method, tt.url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Host = tt.host
+			got, ok := routes.Match(req)
+			if got != tt.want || ok != (tt.want != "") {
+				t.Fatalf("Match: got %q, %v; want %q", got, ok, tt.want)
+			}
+		})
+	}
+	for _, bad := range []struct{ pattern, want string }{
+		{"POST billing.test:x/v1/", "port must be a number"},
+		{"POST billing.test:/v1/", "port must be a number"},
+		{"POST :8443/v1/", "a port needs a host name"},
+	} {
+		if _, err := middleware.NewRoutes(bad.pattern); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("NewRoutes(%q): got %v, want %q", bad.pattern, err, bad.want)
+		}
+	}
+	_, err = middleware.NewRoutes("POST billing.test:8443/v1/{x}", "POST billing.test:8443/v1/{y}")
+	if err == nil || !strings.Contains(err.Error(), "billing.test:8443") || strings.Contains(err.Error(), "billing.test@") {
+		t.Errorf("a conflict between patterns with a port: got %v, want it to quote them as written", err)
+	}
+}

@@ -12,7 +12,7 @@ type Jitter string
 const (
 	JitterFull         Jitter = "full"         // uniform in [0, cap]
 	JitterEqual        Jitter = "equal"        // cap/2 + uniform in [0, cap/2]
-	JitterDecorrelated Jitter = "decorrelated" // uniform in [InitialBackoff, 3·previous delay], at most MaxBackoff
+	JitterDecorrelated Jitter = "decorrelated" // uniform in [InitialBackoff/Multiplier, min(cap, Multiplier·previous delay)]
 	JitterNone         Jitter = "none"         // exactly cap
 )
 
@@ -94,7 +94,9 @@ type RetrySettings struct {
 type BackoffSettings struct {
 	// InitialBackoff is the cap of the first delay; zero = the main one.
 	InitialBackoff time.Duration `koanf:"initial_backoff" json:"initial_backoff"`
-	// MaxBackoff caps every delay; zero = the main one.
+	// MaxBackoff caps every delay; zero = the main one. It does not judge
+	// a Retry-After: a 429's, as any other, is judged against the main
+	// MaxBackoff.
 	MaxBackoff time.Duration `koanf:"max_backoff" json:"max_backoff"`
 	// Multiplier is the growth factor of the cap; zero = the main one.
 	Multiplier float64 `koanf:"multiplier" json:"multiplier"`

@@ -59,6 +59,16 @@ type TimeoutOptions struct {
 // and the reading of the response body. It is the outermost layer of a
 // pipeline. A d of zero (or less) means no deadline.
 //
+// The deadline bounds the redirects of the call too, as http.Client.Timeout
+// does: http.Client runs the transport again for each redirect hop, and
+// the layer counts every hop's d from the start of the call's first hop,
+// not from its own (two 600ms hops under a 1s timeout fail at 1s). The
+// start travels with the hop: on a redirect response (301, 302, 303, 307,
+// 308) the layer leaves it in the context of a shallow copy of
+// resp.Request, which http.Client links to the next hop as
+// req.Response.Request. A hop that matches another route counts that
+// route's timeout from the same start.
+//
 // Overrides.Timeout in the request context replaces d for that request. When
 // the caller's context already ends at or before the would-be deadline, the
 // layer adds nothing and passes the request on as is.
@@ -131,13 +141,20 @@ func (t *deadlineRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	parent := req.Context()
 	d := durationFor(parent, t.d, t.kind)
 	if d <= 0 {
-		return t.next.RoundTrip(req)
+		var start time.Time // a later hop under a timeout counts from here
+		if t.kind == deadlineCall {
+			start = t.startOf(req)
+		}
+		resp, err := t.next.RoundTrip(req)
+		return t.markRedirect(resp, err, start)
 	}
-	now := time.Now()
-	if pd, ok := parent.Deadline(); ok && !pd.After(now.Add(d)) {
-		return t.next.RoundTrip(req) // the caller's deadline comes first: nothing to add
+	start := t.startOf(req)
+	if pd, ok := parent.Deadline(); ok && !pd.After(start.Add(d)) {
+		// The caller's deadline comes first: nothing to add.
+		resp, err := t.next.RoundTrip(req)
+		return t.markRedirect(resp, err, start)
 	}
-	ctx, cancel := context.WithDeadlineCause(parent, now.Add(d), t.cause)
+	ctx, cancel := context.WithDeadlineCause(parent, start.Add(d), t.cause)
 	// The request copy and the body wrapper share one allocation.
 	c := &deadlineState{ctx: ctx, cancel: cancel, parent: parent, t: t, d: d}
 	c.req = *req.WithContext(ctx)
@@ -161,6 +178,7 @@ func (t *deadlineRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		cancel()
 		return nil, errNoResponse
 	}
+	resp, _ = t.markRedirect(resp, nil, start)
 	if resp.Body == nil || resp.Body == http.NoBody {
 		cancel() // nothing left to read under the deadline
 		return resp, nil
@@ -175,6 +193,50 @@ func (t *deadlineRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	c.rc, c.orig = resp.Body, req
 	resp.Body = c
+	return resp, nil
+}
+
+// callStartKey is the context key under which Timeout leaves, on the
+// Request of a redirect response, when the call began: the next hop's
+// deadline counts from there.
+type callStartKey struct{}
+
+// redirectStatus reports whether http.Client follows a response of code.
+func redirectStatus(code int) bool {
+	switch code {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
+}
+
+// startOf returns when the logical call of req began: now, unless t is the
+// call's Timeout and req is a redirect hop (http.Client links it to the
+// previous hop's response, req.Response) whose previous hop left its start
+// on that response's Request (markRedirect). So one timeout bounds every
+// hop of a call, as http.Client.Timeout does, rather than starting again
+// at each. A per-attempt deadline starts at each hop: a hop is an attempt.
+func (t *deadlineRT) startOf(req *http.Request) time.Time {
+	if t.kind == deadlineCall && req.Response != nil && req.Response.Request != nil {
+		if start, ok := req.Response.Request.Context().Value(callStartKey{}).(time.Time); ok {
+			return start
+		}
+	}
+	return time.Now()
+}
+
+// markRedirect passes a RoundTrip's result on, having left start on the
+// Request of a redirect response, for the next hop's startOf: a shallow
+// copy of that Request whose context carries start. Only the call's
+// Timeout marks, only redirects cost the copy, and a response without its
+// Request (which no http.Transport returns) is left as is: its next hop
+// starts a deadline of its own.
+func (t *deadlineRT) markRedirect(resp *http.Response, err error, start time.Time) (*http.Response, error) {
+	if t.kind != deadlineCall || err != nil || resp == nil || resp.Request == nil || !redirectStatus(resp.StatusCode) {
+		return resp, err
+	}
+	resp.Request = resp.Request.WithContext(context.WithValue(resp.Request.Context(), callStartKey{}, start))
 	return resp, nil
 }
 

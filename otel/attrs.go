@@ -3,6 +3,7 @@ package otelswitchboard
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -86,19 +87,25 @@ func (s *hostSet) admit(host string) string {
 	return host
 }
 
-// errorType is error.type for err: a short name for switchboard's own
-// outcomes, "timeout" and "canceled" for contexts, else the Go type, as
-// semconv.ErrorType derives it. The set is bounded by the code, never by
-// data.
-func errorType(err error) string {
+// errorType is error.type for err, the error of a RoundTrip of req: a
+// short name for switchboard's own outcomes, "timeout" and "canceled" for
+// contexts, else the Go type, as semconv.ErrorType derives it. A local
+// rejection is the one middleware.Classify decides, named after the
+// sentinel middleware.Rejection finds. The set is bounded by the code,
+// never by data.
+func errorType(req *http.Request, err error) string {
+	if middleware.Classify(req, nil, err) == middleware.OutcomeRejected {
+		switch middleware.Rejection(err) {
+		case middleware.ErrCircuitOpen:
+			return "circuit_open"
+		case middleware.ErrBulkheadFull:
+			return "bulkhead_full"
+		case middleware.ErrRateLimited:
+			return "rate_limited"
+		}
+	}
 	var te *middleware.TimeoutError
 	switch {
-	case errors.Is(err, middleware.ErrCircuitOpen):
-		return "circuit_open"
-	case errors.Is(err, middleware.ErrBulkheadFull):
-		return "bulkhead_full"
-	case errors.Is(err, middleware.ErrRateLimited):
-		return "rate_limited"
 	case errors.Is(err, factory.ErrClosed):
 		return "registry_closed"
 	case errors.As(err, &te):
@@ -106,6 +113,8 @@ func errorType(err error) string {
 			return "attempt_timeout"
 		}
 		return "timeout"
+	case req != nil && middleware.AttemptTimeoutFired(req.Context()):
+		return "attempt_timeout" // an attempt span's error, before the layer above wraps it
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
 	case errors.Is(err, context.Canceled):

@@ -90,13 +90,18 @@
 //
 // Each attempt's request carries the trace context of its span, injected
 // by the propagator (traceparent with propagation.TraceContext). The
-// attempt layer sits inside Retry, which gives every attempt its own
-// Request.Clone: the caller's request never changes.
+// attempt layer is attempt middleware, and the factory gives every attempt
+// of a client with attempt middleware its own Request.Clone: the caller's
+// request never changes.
 //
 // Each resilience event becomes a span event, named after the event, on
 // the span of the event's context: the attempt's for events of the layers
-// inside Retry (ratelimit.waited, fault.injected), the call's for the
-// others (retry.attempt, circuit.rejected, bulkhead.rejected, …). Its
+// inside Retry (ratelimit.waited, fault.injected, and timeout.exceeded of
+// an attempt cut by attempt_timeout, whose span stays open for it until
+// the AttemptTimeout layer above reports it), the call's for the others
+// (retry.attempt, circuit.rejected, bulkhead.rejected, timeout.exceeded of
+// the total timeout, …); an attempt_timeout that fires while the body is
+// read, after the attempt span ended, goes on the call's span. Its
 // attributes are those of the event's slog record, under the same keys
 // (event, client, method, url, host, attempt, status, delay, error,
 // reason), taken from the middleware.Event that Events.Emit hands the
@@ -105,7 +110,8 @@
 // # Cost
 //
 // The adapter starts no goroutine per request. Per call it allocates the
-// call span, its context, a shallow copy of the request and its attribute
-// lists; per attempt the same for the attempt span; see BenchmarkRequest
+// call span, its context, a shallow copy of the request, its attribute
+// lists and (when the span is sampled) a context value that keeps the
+// spans of attempts cut by attempt_timeout for their event; per attempt the same for the attempt span; see BenchmarkRequest
 // for the numbers.
 package otelswitchboard

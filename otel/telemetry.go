@@ -153,7 +153,9 @@ func (t *Telemetry) HooksFor(name string) factory.Hooks {
 // OnEvent counts e in switchboard.events (and reloads in
 // switchboard.config.reloads) and adds it as a span event, with the
 // attributes of its slog record, to the span of ctx: the attempt's for
-// events of the layers inside Retry, the call's for the others. e comes
+// events of the layers inside Retry (timeout.exceeded of an attempt cut by
+// attempt_timeout included: it goes on the span of the attempt it cut,
+// which the attempt layer keeps open for it), the call's for the others. e comes
 // from middleware.Events.Emit, already redacted. OnEvent makes t a
 // middleware.Observer.
 func (t *Telemetry) OnEvent(ctx context.Context, e middleware.Event) {
@@ -168,6 +170,16 @@ func (t *Telemetry) OnEvent(ctx context.Context, e middleware.Event) {
 	t.events.Add(ctx, 1, metric.WithAttributes(attrs...))
 	if outcome := reloadOutcome(e.Name); outcome != "" {
 		t.reloads.Add(ctx, 1, metric.WithAttributes(attribute.String(attrReloadOutcome, outcome)))
+	}
+	// The attempt timeout's event comes from the layer above the attempt
+	// span, once the attempt returned: it goes on the span of the attempt
+	// it cut (kept open for it), as the events of every layer inside Retry.
+	if e.Name == middleware.EventTimeoutExceeded && e.Attempt > 0 {
+		if span := take(ctx, e.Attempt); span != nil {
+			span.AddEvent(e.Name, trace.WithAttributes(eventAttributes(e)...))
+			span.End()
+			return
+		}
 	}
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.AddEvent(e.Name, trace.WithAttributes(eventAttributes(e)...))

@@ -1,0 +1,154 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"net/http"
+)
+
+// Outcome is what the result of a call or of an attempt says about the
+// backend: the one classification that every layer judging results reads
+// (retry, hedging, every breaker mode and its adaptive counts) and that
+// the OpenTelemetry adapter reports. Classify makes it; the package doc's
+// table shows what each layer does with each Outcome. The zero value is
+// OutcomeSuccess. It is a plain value, safe to copy and to share.
+type Outcome uint8
+
+// The outcomes, in the order Classify tests them after a success.
+const (
+	// OutcomeSuccess: the backend answered with a status below 500
+	// (429 and every 4xx included: the backend is up and answering).
+	OutcomeSuccess Outcome = iota
+	// OutcomeFailure: the backend failed: a status >= 500, a transport
+	// error that is not permanent, the deadline of the Timeout or
+	// AttemptTimeout layer (the client's own budget for the call, not the
+	// caller's), and an injected fault (an abort's status or
+	// ErrFaultInjected): a fault stands for a failing backend.
+	OutcomeFailure
+	// OutcomeRejected: this process refused the call before the backend
+	// saw it (local back-pressure): the error matches ErrCircuitOpen (a
+	// breaker's rejection, adaptive throttling's included), ErrBulkheadFull
+	// (no slot within max_wait, or before a deadline ended the wait) or
+	// ErrRateLimited (no token before the deadline). Rejection names which.
+	OutcomeRejected
+	// OutcomeCallerGone: the call ended with an error after whoever made
+	// it gave up: its context was cancelled, or passed a deadline that no
+	// timeout layer of this package set (the caller's own), or a hedged
+	// copy lost.
+	OutcomeCallerGone
+	// OutcomePermanent: a transport error that no retry can fix
+	// (IsPermanent): a TLS verification failure, a bad URL, scheme,
+	// method or header. It is a failure that retry does not retry.
+	OutcomePermanent
+)
+
+// String returns "success", "failure", "rejected", "caller_gone" or
+// "permanent".
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeSuccess:
+		return "success"
+	case OutcomeFailure:
+		return "failure"
+	case OutcomeRejected:
+		return "rejected"
+	case OutcomeCallerGone:
+		return "caller_gone"
+	case OutcomePermanent:
+		return "permanent"
+	}
+	return "unknown"
+}
+
+// Classify returns the Outcome of a RoundTrip of req that gave resp and
+// err; req is the request that RoundTrip got (its context tells whether
+// the caller is gone), and may be nil when there is none to ask. In
+// order:
+//
+//  1. no error: OutcomeFailure for a missing response or a status >= 500,
+//     OutcomeSuccess otherwise;
+//  2. a local rejection (Rejection(err) != nil): OutcomeRejected, whatever
+//     else the error says (a bulkhead wait cut by a deadline matches both
+//     ErrBulkheadFull and context.DeadlineExceeded: it is a rejection);
+//  3. req's context is done, and not because the deadline of a Timeout or
+//     AttemptTimeout layer fired: OutcomeCallerGone;
+//  4. IsPermanent(err): OutcomePermanent;
+//  5. any other error: OutcomeFailure.
+//
+// It is a pure function of its arguments and the state of req's context,
+// allocates nothing for an answer without an error, and is safe for
+// concurrent use.
+func Classify(req *http.Request, resp *http.Response, err error) Outcome {
+	switch {
+	case err == nil:
+		if statusFailed(resp) {
+			return OutcomeFailure
+		}
+		return OutcomeSuccess
+	case Rejection(err) != nil:
+		return OutcomeRejected
+	case req != nil && callerGone(req.Context()):
+		return OutcomeCallerGone
+	case IsPermanent(err):
+		return OutcomePermanent
+	}
+	return OutcomeFailure
+}
+
+// localRejections are the sentinels of the refusals this package makes
+// itself, in the order Rejection tests them.
+var localRejections = [...]error{ErrCircuitOpen, ErrBulkheadFull, ErrRateLimited}
+
+// Rejection returns the sentinel of the local rejection err carries,
+// matched with errors.Is: ErrCircuitOpen, ErrBulkheadFull or
+// ErrRateLimited; nil when err is none (a nil err included). It is safe
+// for concurrent use.
+func Rejection(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, s := range localRejections {
+		if errors.Is(err, s) {
+			return s
+		}
+	}
+	return nil
+}
+
+// statusFailed reports whether an answer without a transport error is a
+// backend failure: no response at all, or a status >= 500.
+func statusFailed(resp *http.Response) bool {
+	return resp == nil || resp.StatusCode >= 500
+}
+
+// callerGone reports whether ctx, a request's context, is done because its
+// caller gave up (a cancellation, or a deadline of the caller's own) rather
+// than because the deadline of a Timeout or AttemptTimeout layer fired.
+func callerGone(ctx context.Context) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	c := context.Cause(ctx)
+	return c != errTimeoutCause && c != errAttemptTimeoutCause
+}
+
+// waitRejected reports whether a wait for a bulkhead slot or a rate-limit
+// token that ctx ended is a local rejection: a deadline ended it (no slot
+// or token came in time, whoever set the deadline), so its error wraps the
+// layer's sentinel beside the context's error. A cancellation is not: the
+// caller is gone, and the error is the context's alone.
+func waitRejected(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.DeadlineExceeded)
+}
+
+// AttemptTimeoutFired reports whether ctx, the context of an attempt's
+// request below an AttemptTimeout layer, ended because that layer's
+// deadline fired (not the total timeout's, nor the caller's): the layer
+// then returns a *TimeoutError with PerAttempt set and emits
+// EventTimeoutExceeded with the attempt's number once the attempt
+// returns. Code's attempt middleware, which runs below AttemptTimeout,
+// reads it to tell the attempt's own deadline from the others before the
+// layer has wrapped the error. It is safe for concurrent use.
+func AttemptTimeoutFired(ctx context.Context) bool {
+	return ctx.Err() != nil && context.Cause(ctx) == errAttemptTimeoutCause
+}
