@@ -3,6 +3,7 @@ package config
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -12,6 +13,37 @@ import (
 // only for being readable, so that Load reports their problems together
 // with every other error of the load instead of leaving them to the
 // factory, which would show them only once the rest is fixed.
+
+// NamedFiles returns the files named by the config whose load failed with
+// err, as Config.Files lists them for a load that succeeds: the config
+// file, then every secret and TLS file the defaults or a client names. A
+// config rejected because a file it names is missing still names it, so a
+// watcher can watch for that file and reload once it appears. It returns
+// nil when the load failed before the config was decoded (unreadable or
+// malformed YAML, a Source's Read) and for an error Load did not return.
+// Safe for concurrent use.
+func NamedFiles(err error) []string {
+	var nf *namedFilesError
+	if errors.As(err, &nf) {
+		return nf.files
+	}
+	return nil
+}
+
+// namedFilesError is a Load error with the files its config names (see
+// NamedFiles); it reads as err.
+type namedFilesError struct {
+	err   error
+	files []string
+}
+
+func (e *namedFilesError) Error() string { return e.err.Error() }
+func (e *namedFilesError) Unwrap() error { return e.err }
+
+// withNamedFiles returns err carrying files for NamedFiles.
+func withNamedFiles(err error, files []string) error {
+	return &namedFilesError{err: err, files: files}
+}
 
 // SecretFromFile returns the secret b holds, b being the content of the
 // secret file at path (auth.bearer_token_file, auth.basic.password_file):

@@ -8,30 +8,80 @@ import (
 	"strings"
 )
 
-// groupBlocks are the blocks whose component clients may share through a
-// `group` key: circuit_breaker, bulkhead and rate_limit.
-var groupBlocks = []struct {
-	key   string
+// GroupBlock describes one block of ClientConfig whose component clients
+// may share by naming the same group in its `group` key (circuit_breaker,
+// bulkhead, rate_limit): when it is on, its group, and whether two clients'
+// settings of it are equal. It is the one description of these facts,
+// which validation (members of a group must agree) and the factory's
+// component table (what a reload plans, builds and reports for a group)
+// both read; GroupBlocks lists them. The zero value describes no block: it
+// is never on and names no group. Safe for concurrent use.
+type GroupBlock struct {
+	// Key is the block's key path, such as "circuit_breaker".
+	Key string
+	// Switch is the key that switches the component on, such as
+	// "circuit_breaker.enabled".
+	Switch string
+
+	on    func(ClientConfig) bool
 	group func(ClientConfig) string
-}{
-	{"circuit_breaker", func(c ClientConfig) string {
-		if !c.CircuitBreaker.Enabled {
-			return ""
+}
+
+// On reports whether c switches the block's component on; a client with
+// it off shares nothing, whatever group it names.
+func (b GroupBlock) On(c ClientConfig) bool { return b.on != nil && b.on(c) }
+
+// Group returns the group c names in the block, on or off; "" is the
+// client's own component.
+func (b GroupBlock) Group(c ClientConfig) string {
+	if b.group == nil {
+		return ""
+	}
+	return b.group(c)
+}
+
+// Equal reports whether x and y have the same value for every key of the
+// block (its `group` key included), as ClientConfig.Equal compares them.
+func (b GroupBlock) Equal(x, y ClientConfig) bool {
+	_, _, _, differ := firstDifference(b.Key, x, y)
+	return !differ
+}
+
+// Shares returns the group whose component c uses: Group(c) while the
+// component is on, "" otherwise.
+func (b GroupBlock) Shares(c ClientConfig) string {
+	if !b.On(c) {
+		return ""
+	}
+	return b.Group(c)
+}
+
+// groupBlocks are the blocks clients may share, in pipeline order. A new
+// shareable block is one more GroupBlock here.
+var groupBlocks = []GroupBlock{
+	{Key: "circuit_breaker", Switch: "circuit_breaker.enabled",
+		on:    func(c ClientConfig) bool { return c.CircuitBreaker.Enabled },
+		group: func(c ClientConfig) string { return c.CircuitBreaker.Group }},
+	{Key: "bulkhead", Switch: "bulkhead.max_concurrent",
+		on:    func(c ClientConfig) bool { return c.Bulkhead.MaxConcurrent > 0 },
+		group: func(c ClientConfig) string { return c.Bulkhead.Group }},
+	{Key: "rate_limit", Switch: "rate_limit.requests_per_second",
+		on:    func(c ClientConfig) bool { return c.RateLimit.RequestsPerSecond > 0 },
+		group: func(c ClientConfig) string { return c.RateLimit.Group }},
+}
+
+// GroupBlocks returns every block clients may share, in pipeline order.
+func GroupBlocks() []GroupBlock { return slices.Clone(groupBlocks) }
+
+// GroupBlockOf returns the shareable block at key path key, such as
+// "bulkhead", and false when clients cannot share that block.
+func GroupBlockOf(key string) (GroupBlock, bool) {
+	for _, b := range groupBlocks {
+		if b.Key == key {
+			return b, true
 		}
-		return c.CircuitBreaker.Group
-	}},
-	{"bulkhead", func(c ClientConfig) string {
-		if c.Bulkhead.MaxConcurrent <= 0 {
-			return ""
-		}
-		return c.Bulkhead.Group
-	}},
-	{"rate_limit", func(c ClientConfig) string {
-		if c.RateLimit.RequestsPerSecond <= 0 {
-			return ""
-		}
-		return c.RateLimit.Group
-	}},
+	}
+	return GroupBlock{}, false
 }
 
 // validateGroups checks that the clients naming one group in a block, with
@@ -56,7 +106,7 @@ func validateGroups(c Config) []*FieldError {
 	for _, gb := range groupBlocks {
 		first := map[string]member{}
 		for _, m := range members {
-			g := gb.group(m.cfg)
+			g := gb.Shares(m.cfg)
 			if g == "" {
 				continue
 			}
@@ -65,11 +115,11 @@ func validateGroups(c Config) []*FieldError {
 				first[g] = m
 				continue
 			}
-			if key, here, there, differ := firstDifference(gb.key, m.cfg, ref.cfg); differ {
+			if key, here, there, differ := firstDifference(gb.Key, m.cfg, ref.cfg); differ {
 				errs = append(errs, &FieldError{
-					Path: m.section + "." + gb.key + ".group",
+					Path: m.section + "." + gb.Key + ".group",
 					Msg: fmt.Sprintf("group %s needs the same %s settings in every client: %s is %s here and %s in %s",
-						quoteShort(g), gb.key, key, here, there, ref.section),
+						quoteShort(g), gb.Key, key, here, there, ref.section),
 				})
 			}
 		}

@@ -134,10 +134,10 @@ func (l Loader) LoadContext(ctx context.Context) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	if len(st.errs) > 0 {
-		return Config{}, st.err(l.File)
-	}
 	cfg.Files = referencedFiles(l.File, cfg)
+	if len(st.errs) > 0 {
+		return Config{}, withNamedFiles(st.err(l.File), cfg.Files)
+	}
 	// The TLS and secret files are inputs too: a rotated token or
 	// certificate must not be skipped as an unchanged reload.
 	for _, f := range cfg.Files {

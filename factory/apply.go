@@ -1,6 +1,7 @@
 package factory
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,20 +14,28 @@ import (
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
-// A reload is one transaction, and this file reads top to bottom in its
-// order:
+// A reload is one transaction in three named phases, each in its own
+// file: plan (plan.go: pure, the inputs → what changes), build (build.go:
+// new objects aside, touching nothing live) and apply (this file, which
+// reads top to bottom in the order an attempt runs):
 //
-//	Reload ─ load (every layer; a Source that fails keeps its last good snapshot)
-//	Apply ───┴─ attempt: validate → prepare (resolve files, Plan) → build aside
-//	            → commit (one atomic swap) → retune kept components → retire
-//	            replaced transports
-//	         └─ deliver (log, Observer, OnReload), outside every lock
+//	Reload ─ load every layer (a Source that fails keeps its last good
+//	   │     snapshot), watching the files it names first (watch.go)
+//	   └─ skip if the inputs are the serving ones
+//	Apply ─┴─ validate
+//	        → plan: resolve the files each client names (material.go),
+//	          then planAll (plan.go)
+//	        → build aside what the plan creates (build.go)
+//	        → swap: the new generation serves, one atomic store
+//	        → retune the kept components, retire the replaced transports
+//	          (drain.go)
+//	        → tell: log, Observer, OnReload, outside every lock
 //
 // Attempts run one at a time (r.reloading); a Reload asked for while one
 // runs joins the one that starts after it (r.reloads), which reads fresh
 // inputs, so older inputs never serve after newer ones. Any error before
-// the commit leaves everything serving exactly as it was; nothing after the
-// commit can turn it into a rejection.
+// the swap leaves everything serving exactly as it was; nothing after the
+// swap can turn it into a rejection.
 
 // Apply validates cfg and, if it is valid, moves every client to it at once
 // as a new generation; a request in flight finishes on the pipeline it
@@ -115,7 +124,19 @@ func (r *Registry) attempt(load func() (config.Config, error), layered bool) (ou
 	if r.isClosed() {
 		return outcome{err: ErrClosed, quiet: true}
 	}
+	// Load.
 	cfg, err := load()
+	if layered {
+		// The files this load names are watched before anything reads them
+		// again, those of a rejected load too (one it names may not exist
+		// yet): a change after the read triggers another reload.
+		named := cfg.Files
+		if err != nil {
+			named = config.NamedFiles(err)
+		}
+		r.rewatch(named)
+	}
+	// Skip if unchanged.
 	if err == nil && layered {
 		r.mu.Lock()
 		// InputHash covers the contents of the secret and TLS files too, so
@@ -123,12 +144,15 @@ func (r *Registry) attempt(load func() (config.Config, error), layered bool) (ou
 		same := cfg.InputHash != "" && cfg.InputHash == r.lastHash
 		r.mu.Unlock()
 		if same {
+			r.rewatch(nil) // the serving config's files, no more
 			return outcome{skipped: true}
 		}
 	}
+	// Validate.
 	if err == nil {
 		err = cfg.Validate()
 	}
+	// Plan, build aside, swap.
 	var (
 		old, g  *generation
 		plans   []ClientPlan
@@ -146,8 +170,9 @@ func (r *Registry) attempt(load func() (config.Config, error), layered bool) (ou
 	committed = true
 	out = outcome{plans: sortedPlans(plans), gen: g.num}
 
-	// After the commit: each step on its own, so that one that panics
-	// neither skips the others nor turns the commit into a rejection.
+	// Retunes and retirements, after the swap: each step on its own, so
+	// that one that panics neither skips the others nor turns the commit
+	// into a rejection. Telling is finish's (deferred) and flush's.
 	after := func(f func()) {
 		defer func() {
 			if v := recover(); v != nil {
@@ -157,16 +182,7 @@ func (r *Registry) attempt(load func() (config.Config, error), layered bool) (ou
 		f()
 	}
 	if layered {
-		after(func() {
-			r.mu.Lock()
-			w := r.watcher
-			r.mu.Unlock()
-			if w != nil {
-				if werr := w.SetFiles(cfg.Files); werr != nil {
-					r.log.Error("watching config files failed", "error", werr)
-				}
-			}
-		})
+		after(func() { r.rewatch(nil) }) // the new serving config's files, no more
 	}
 	// The kept components take their new settings now that the new
 	// generation serves (a breaker's retune may call OnStateChange).
@@ -235,13 +251,12 @@ type txn struct {
 	groups map[groupKey]ComponentPlan // what the plan does to each shared component
 }
 
-// commit plans cfg against the serving generation, builds aside what the
-// plan creates and, when all of it built, swaps the generation: the one
-// moment a reload changes what serves. With it go the records of what
-// serves: the input hash, LastReload, a cleared LastError and, for a load
-// of the layers, the Sources' snapshots. It returns the generation it
-// replaced, the new one, the plans and the retunes still to run. On error
-// nothing serving was touched and what was built is discarded.
+// commit plans cfg against the serving generation (prepare), builds aside
+// what the plan creates (buildAside) and, when all of it built, swaps the
+// generation (swap): the one moment a reload changes what serves. It
+// returns the generation it replaced, the new one, the plans and the
+// retunes still to run. On error nothing serving was touched and what was
+// built is discarded.
 func (r *Registry) commit(cfg config.Config, layered bool) (old, g *generation, plans []ClientPlan, retunes []func(), err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -252,26 +267,19 @@ func (r *Registry) commit(cfg config.Config, layered bool) (old, g *generation, 
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-
-	g = &generation{num: t.old.num + 1, cfg: cfg, pipes: make([]*pipeline, len(t.names))}
-	gt := newGroupTable(t.old.pipes, t.groups)
-	for i, name := range t.names {
-		var prev *pipeline
-		if i < len(t.old.pipes) {
-			prev = t.old.pipes[i]
-		}
-		if t.plans[i].Action == ActionUnchanged {
-			g.pipes[i] = prev
-			continue
-		}
-		p, rts, err := r.build(name, t.inputs[i], t.mats[i], t.plans[i], prev, g.num, gt)
-		if err != nil {
-			discard(t.old, g.pipes[:i])
-			return nil, nil, nil, nil, err
-		}
-		g.pipes[i], retunes = p, append(retunes, rts...)
+	g = &generation{num: t.old.num + 1, cfg: cfg}
+	if g.pipes, retunes, err = r.buildAside(t, g.num); err != nil {
+		return nil, nil, nil, nil, err
 	}
+	r.swap(t, g, layered)
+	return t.old, g, t.plans, retunes, nil
+}
 
+// swap makes g, built from t, the serving generation, with the records of
+// what serves: the clients of names it adds, the input hash, LastReload, a
+// cleared LastError and, for a load of the layers, the Sources' snapshots.
+// r.mu held.
+func (r *Registry) swap(t *txn, g *generation, layered bool) {
 	clients := make(map[string]*http.Client, len(t.names)-len(r.names))
 	for i := len(r.names); i < len(t.names); i++ {
 		clients[t.names[i]] = r.newClient(i)
@@ -279,16 +287,18 @@ func (r *Registry) commit(cfg config.Config, layered bool) (old, g *generation, 
 	r.names = t.names
 	r.gen.Store(g)
 	r.publish(clients)
-	r.lastReload, r.lastErr, r.lastHash = time.Now(), nil, cfg.InputHash
+	r.lastReload, r.lastErr, r.lastHash = time.Now(), nil, g.cfg.InputHash
 	if layered {
 		r.sources.commit()
 	}
-	return t.old, g, t.plans, retunes, nil
 }
 
-// prepare resolves the files every client of cfg names and plans each
-// client against what serves it. One unreadable or invalid file rejects
-// the whole reload, and every such problem is reported at once. r.mu held.
+// prepare is the plan phase with its inputs: it resolves the files every
+// client of cfg names (reading them; on a reload of the layers the watcher
+// watches them already, see attempt) and plans each client against what
+// serves it (planAll). One
+// unreadable or invalid file rejects the whole reload, and every such
+// problem is reported at once. r.mu held.
 func (r *Registry) prepare(cfg config.Config) (*txn, error) {
 	t := &txn{old: r.gen.Load(), names: slices.Clone(r.names)}
 	known := make(map[string]bool, len(r.names)) // a set: Contains would make Apply quadratic
@@ -306,7 +316,6 @@ func (r *Registry) prepare(cfg config.Config) (*txn, error) {
 
 	t.inputs = make([]clientInput, len(t.names))
 	t.mats = make([]material, len(t.names))
-	t.plans = make([]ClientPlan, len(t.names))
 	fc := fileCache{}
 	var errs []error
 	seen := map[string]bool{}
@@ -323,18 +332,11 @@ func (r *Registry) prepare(cfg config.Config) (*txn, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	newGroups := groupView{}
-	for _, in := range t.inputs {
-		newGroups.add(in.cfg)
+	was := make([]*serving, len(t.names))
+	for i, p := range t.old.pipes {
+		was[i] = p.serving()
 	}
-	t.groups = planGroups(groupViewOf(t.old.pipes), newGroups)
-	for i, name := range t.names {
-		var was *serving
-		if i < len(t.old.pipes) {
-			was = t.old.pipes[i].serving()
-		}
-		t.plans[i] = planClient(name, was, t.inputs[i], r.opts.Base != nil, t.groups)
-	}
+	t.plans, t.groups = planAll(t.names, was, t.inputs, groupViewOf(t.old.pipes), r.opts.Base != nil)
 	return t, nil
 }
 
@@ -343,21 +345,6 @@ func sortedPlans(plans []ClientPlan) []ClientPlan {
 	out := slices.Clone(plans)
 	slices.SortFunc(out, func(a, b ClientPlan) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-// discard drops the pipelines a failed transaction built: it closes the
-// idle connections of the base transports they made (which no request has
-// used, as nothing built was ever published) and leaves old's alone.
-func discard(old *generation, built []*pipeline) {
-	serving := make(map[*base]bool, len(old.pipes))
-	for _, p := range old.pipes {
-		serving[p.base] = true
-	}
-	for _, p := range built {
-		if p != nil && p.base != nil && !serving[p.base] {
-			p.base.closeIdle()
-		}
-	}
 }
 
 // retire drains the base transports that old used and g no longer does.
@@ -486,3 +473,27 @@ type redactedTextError struct {
 
 func (e *redactedTextError) Error() string { return e.msg }
 func (e *redactedTextError) Unwrap() error { return e.err }
+
+// callOnReload calls Options.OnReload, if set, recovering its panic.
+func (r *Registry) callOnReload(e ReloadEvent) {
+	if r.opts.OnReload == nil {
+		return
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			r.log.Error("OnReload panicked", "panic", fmt.Sprint(v))
+		}
+	}()
+	r.opts.OnReload(e)
+}
+
+// observe passes a reload's event to Options.Observer, recovering its
+// panic: a broken metrics hook must not stop reloads.
+func (r *Registry) observe(ev middleware.Event) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.log.Error("Observer panicked", "event", ev.Name, "panic", fmt.Sprint(v))
+		}
+	}()
+	r.opts.Observer.OnEvent(context.Background(), ev)
+}

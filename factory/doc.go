@@ -26,12 +26,19 @@
 // pair gets a new base transport (new connections use it, requests in
 // flight finish on the old one). An unreadable or invalid file rejects the
 // reload, naming the key, and the last good material keeps serving.
+// Unless NoWatch, these files are watched like the config file, each from
+// before the read that uses it (so a change made during a reload or Open
+// triggers another one), and a file that a rejected config names but that
+// does not exist yet is watched too: its creation triggers the reload that
+// then succeeds.
 // Registry.Handler serves Status and each client's effective config, with
 // secrets redacted, as JSON for an ops endpoint.
 //
-// A reload is one transaction (apply.go reads in its order): load every
-// layer → validate → Plan (for each client and component: keep, retune,
-// replace, start, stop) → build aside only what the plan creates → commit
+// A reload is one transaction in three phases (plan.go, build.go and
+// apply.go, which reads in its order): load every layer → validate → Plan
+// (for each client and component: keep, retune, replace, start, stop, as
+// the component table of components.go says) → build aside only what the
+// plan creates → commit
 // with one atomic swap → retune the kept stateful components → retire the
 // replaced transports. Any error before the commit discards what was built
 // and leaves every serving component exactly as it was. A client whose

@@ -1,5 +1,10 @@
 package factory
 
+// The plan phase of a reload: pure, from the inputs (each client's config
+// and its files' digests, what serves now) to what changes, read from the
+// component table (components.go). Registry.Apply, Reload and Plan, Get's
+// add of a name, and the CLI's diff (through Plan) all run planAll.
+
 import (
 	"crypto/sha256"
 	"maps"
@@ -7,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/switchboard-http/switchboard/config"
-	"github.com/switchboard-http/switchboard/middleware"
 )
 
 // Action is what a reload does to one named client. The zero value "" is
@@ -69,49 +73,6 @@ const (
 	Replaced Change = "replaced"
 )
 
-// The components of a pipeline, in pipeline order, as ComponentPlan names
-// them. Each covers the keys under the key path of the same name, except
-// "retry" (retry.* but not retry.budget.*), "budget" (retry.budget.*) and
-// "transport" (transport.* and tls.*) and "routes" (every key of every
-// route, routes."<pattern>".*: a route's layers are stateless and rebuilt,
-// its stateful components are the client's).
-const (
-	ComponentTimeout   = "timeout"
-	ComponentBreaker   = "circuit_breaker"
-	ComponentBulkhead  = "bulkhead"
-	ComponentRetry     = "retry"
-	ComponentHedge     = "hedge"
-	ComponentBudget    = "budget"
-	ComponentRateLimit = "rate_limit"
-	ComponentHeaders   = "headers"
-	ComponentAuth      = "auth"
-	ComponentLogging   = "logging"
-	ComponentFault     = "fault"
-	ComponentTransport = "transport"
-	ComponentRoutes    = "routes"
-)
-
-// components lists every component in pipeline order with the key path
-// prefixes it covers.
-var components = []struct {
-	name     string
-	prefixes []string
-}{
-	{ComponentTimeout, []string{"timeout"}},
-	{ComponentBreaker, []string{"circuit_breaker"}},
-	{ComponentBulkhead, []string{"bulkhead"}},
-	{ComponentRetry, []string{"retry"}},
-	{ComponentHedge, []string{"hedge"}},
-	{ComponentBudget, []string{"retry.budget"}},
-	{ComponentRateLimit, []string{"rate_limit"}},
-	{ComponentHeaders, []string{"headers"}},
-	{ComponentAuth, []string{"auth"}},
-	{ComponentLogging, []string{"logging"}},
-	{ComponentFault, []string{"fault"}},
-	{ComponentTransport, []string{"transport", "tls"}},
-	{ComponentRoutes, []string{"routes"}},
-}
-
 // ClientPlan is what a reload does to one named client. A plain value.
 type ClientPlan struct {
 	// Name is the client's name.
@@ -168,8 +129,9 @@ func (p ClientPlan) Component(name string) Change {
 }
 
 // Plan returns what a reload from old to new does, one ClientPlan per
-// client that either defines, sorted by name. It is the very function
-// Registry.Apply executes (see Registry.Plan for a registry's own plan):
+// client that either defines, sorted by name. It runs the very plan
+// Registry.Apply executes, read from the component table (see
+// Registry.Plan for a registry's own plan):
 //
 //   - a client whose effective config did not change
 //     (config.ClientConfig.Equal) keeps its pipeline untouched;
@@ -209,88 +171,84 @@ func Plan(old, new config.Config) []ClientPlan {
 		}
 	}
 	slices.Sort(names)
-	out := make([]ClientPlan, 0, len(names))
-	oldGroups, newGroups := groupView{}, groupView{}
-	for _, name := range names {
+	was := make([]*serving, len(names))
+	inputs := make([]clientInput, len(names))
+	oldGroups := groupView{}
+	for i, name := range names {
 		if oc, ok := old.Clients[name]; ok {
 			oldGroups.add(oc)
-		}
-		nc, _ := new.Client(name)
-		newGroups.add(nc)
-	}
-	groups := planGroups(oldGroups, newGroups)
-	for _, name := range names {
-		var was *serving
-		if oc, ok := old.Clients[name]; ok {
-			was = &serving{in: clientInput{cfg: oc, defined: true}, built: true}
+			was[i] = &serving{in: clientInput{cfg: oc, defined: true}, built: true}
 		}
 		nc, defined := new.Client(name)
-		out = append(out, planClient(name, was, clientInput{cfg: nc, defined: defined}, false, groups))
+		inputs[i] = clientInput{cfg: nc, defined: defined}
 	}
-	return out
+	plans, _ := planAll(names, was, inputs, oldGroups, false)
+	return plans
 }
 
-// groupKey names one shared component: its block (ComponentBreaker,
+// planAll is the one plan of a reload, and of Get's add of a name: for
+// each client names[i], what serves it now (was[i], nil for nothing) and
+// what it is built from next (inputs[i], its files' digests included), the
+// groups that serve now (oldGroups), and whether Options.Base replaces the
+// transport (withBase), it returns each client's plan, by index, and what
+// happens to each group's shared component. It is pure: it reads nothing
+// but its arguments.
+func planAll(names []string, was []*serving, inputs []clientInput, oldGroups groupView, withBase bool) ([]ClientPlan, map[groupKey]ComponentPlan) {
+	newGroups := groupView{}
+	for _, in := range inputs {
+		newGroups.add(in.cfg)
+	}
+	groups := planGroups(oldGroups, newGroups)
+	plans := make([]ClientPlan, len(names))
+	for i, name := range names {
+		plans[i] = planClient(name, was[i], inputs[i], withBase, groups)
+	}
+	return plans, groups
+}
+
+// Components shared across clients: clients whose circuit_breaker.group,
+// bulkhead.group or rate_limit.group name the same group share one
+// breaker, one pool of bulkhead slots or one limiter (config validation
+// makes their settings equal). Which components a group can share is the
+// component table's (a row with a config.GroupBlock). A group's component
+// lives in the pipelines of its members; a reload plans it once
+// (planGroups) and builds it once (groupTable, build.go), keeping it, and
+// its state, while any member still uses it.
+
+// groupKey names one shared component: its component (ComponentBreaker,
 // ComponentBulkhead or ComponentRateLimit) and its group.
 type groupKey struct{ block, name string }
 
-// groupView holds the settings of each group's component, switched on.
-type groupView map[groupKey]any
+// groupView holds, for each group's component switched on, the config of
+// one member (members agree on the component's settings).
+type groupView map[groupKey]config.ClientConfig
 
-// add records the groups c is a member of, with their block's settings.
+// add records the groups c is a member of.
 func (v groupView) add(c config.ClientConfig) {
-	for _, block := range groupedBlocks {
-		if g := groupOf(block, c); g != "" {
-			if on, _ := switchedOn(block, c); on {
-				v[groupKey{block, g}] = blockOf(block, c)
-			}
+	for _, comp := range groupedComponents {
+		if g := comp.state.group.Shares(c); g != "" {
+			v[groupKey{comp.name, g}] = c
 		}
 	}
-}
-
-// groupedBlocks are the components a group can share.
-var groupedBlocks = []string{ComponentBreaker, ComponentBulkhead, ComponentRateLimit}
-
-// groupOf returns the group the client's component of block names; "" is
-// its own.
-func groupOf(block string, c config.ClientConfig) string {
-	switch block {
-	case ComponentBreaker:
-		return c.CircuitBreaker.Group
-	case ComponentBulkhead:
-		return c.Bulkhead.Group
-	case ComponentRateLimit:
-		return c.RateLimit.Group
-	}
-	return ""
-}
-
-// blockOf returns the settings of block in c, comparable with ==.
-func blockOf(block string, c config.ClientConfig) any {
-	switch block {
-	case ComponentBreaker:
-		return c.CircuitBreaker
-	case ComponentBulkhead:
-		return c.Bulkhead
-	}
-	return c.RateLimit
 }
 
 // planGroups decides what a reload does to each shared component the new
 // config's members use: a group that served before is kept, retuned in
 // place when its settings changed (the members' settings are equal, so
-// they agree on the new ones); a new one starts fresh. A group no member
-// uses any more is dropped with its last member.
+// they agree on the new ones), or replaced when its row says the change
+// needs a fresh one; a new one starts fresh. A group no member uses any
+// more is dropped with its last member.
 func planGroups(old, new groupView) map[groupKey]ComponentPlan {
 	out := make(map[groupKey]ComponentPlan, len(new))
-	for k, s := range new {
+	for k, nc := range new {
 		cp := ComponentPlan{Component: k.block, Group: k.name, Change: Started, Reason: "group " + k.name + " starts"}
-		if prev, ok := old[k]; ok {
+		if oc, ok := old[k]; ok {
+			comp := componentOf(k.block)
 			cp.Change, cp.Reason = Unchanged, ""
-			if prev != s {
+			if !comp.state.group.Equal(oc, nc) {
 				cp.Change, cp.Reason = Retuned, "group "+k.name+"'s settings changed"
-				if ob, ok := prev.(middleware.BreakerSettings); ok {
-					if why := breakerReplaced(ob, s.(middleware.BreakerSettings)); why != "" {
+				if rep := comp.state.replace; rep != nil {
+					if why := rep(clientInput{cfg: oc}, clientInput{cfg: nc}, nil); why != "" {
 						cp.Change, cp.Reason = Replaced, "group "+k.name+": "+why
 					}
 				}
@@ -301,15 +259,26 @@ func planGroups(old, new groupView) map[groupKey]ComponentPlan {
 	return out
 }
 
+// componentOf returns the row of the named component.
+func componentOf(name string) component {
+	for _, c := range components {
+		if c.name == name {
+			return c
+		}
+	}
+	panic("factory: no component " + name)
+}
+
 // planGrouped is planComponent for a stateful component that was or is
 // shared through a group; isOn and wasOn say whether it is switched on.
-func planGrouped(name string, old, in clientInput, groups map[groupKey]ComponentPlan, wasOn, isOn bool) ComponentPlan {
-	og, ng := groupOf(name, old.cfg), groupOf(name, in.cfg)
+func planGrouped(comp component, old, in clientInput, groups map[groupKey]ComponentPlan, wasOn, isOn bool) ComponentPlan {
+	name, og, ng := comp.name, comp.groupOf(old.cfg), comp.groupOf(in.cfg)
 	switch {
 	case !isOn && !wasOn:
 		return ComponentPlan{Component: name, Change: Off}
 	case !isOn:
-		return ComponentPlan{Component: name, Change: Stopped, Reason: switchKey(name) + " switched it off", Group: og}
+		_, _, key := comp.switched(old.cfg)
+		return ComponentPlan{Component: name, Change: Stopped, Reason: key + " switched it off", Group: og}
 	case ng == "":
 		cp := ComponentPlan{Component: name, Change: Started, Reason: "leaves group " + og + " for a fresh one of its own"}
 		if wasOn {
@@ -372,7 +341,7 @@ func planClient(name string, was *serving, in clientInput, withBase bool, groups
 		return p
 	}
 	for _, comp := range components {
-		p.Components = append(p.Components, planComponent(comp.name, comp.prefixes, p.Keys, old, in, withBase, groups))
+		p.Components = append(p.Components, planComponent(comp, p.Keys, old, in, withBase, groups))
 	}
 	return p
 }
@@ -383,16 +352,15 @@ func fresh(c config.ClientConfig, withBase bool, groups map[groupKey]ComponentPl
 	out := make([]ComponentPlan, 0, len(components))
 	for _, comp := range components {
 		cp := ComponentPlan{Component: comp.name, Change: Started, Reason: "new pipeline"}
-		on, stateful := switchedOn(comp.name, c)
-		if stateful && !on {
+		if on, switchable, _ := comp.switched(c); switchable && !on {
 			cp = ComponentPlan{Component: comp.name, Change: Off}
-		} else if g := groupOf(comp.name, c); stateful && g != "" {
+		} else if g := comp.groupOf(c); g != "" {
 			cp = groups[groupKey{comp.name, g}]
 			if cp.Change != Started {
 				cp.Change, cp.Reason = Started, "joins group "+g
 			}
 		}
-		if comp.name == ComponentTransport && withBase {
+		if comp.state != nil && comp.state.base && withBase {
 			cp = ComponentPlan{Component: comp.name, Change: Off, Reason: "Options.Base serves"}
 		}
 		out = append(out, cp)
@@ -402,111 +370,106 @@ func fresh(c config.ClientConfig, withBase bool, groups map[groupKey]ComponentPl
 
 // planComponent decides the change of one component of a client whose
 // input changed from old to in; keys are the keys that changed.
-func planComponent(name string, prefixes []string, keys []config.KeyChange, old, in clientInput, withBase bool, groups map[groupKey]ComponentPlan) ComponentPlan {
-	if wasOn, stateful := switchedOn(name, old.cfg); stateful && (groupOf(name, old.cfg) != "" || groupOf(name, in.cfg) != "") {
-		isOn, _ := switchedOn(name, in.cfg)
-		return planGrouped(name, old, in, groups, wasOn, isOn)
+func planComponent(comp component, keys []config.KeyChange, old, in clientInput, withBase bool, groups map[groupKey]ComponentPlan) ComponentPlan {
+	name := comp.name
+	wasOn, switchable, switchKey := comp.switched(old.cfg)
+	isOn, _, _ := comp.switched(in.cfg)
+	if comp.groupOf(old.cfg) != "" || comp.groupOf(in.cfg) != "" {
+		return planGrouped(comp, old, in, groups, wasOn, isOn)
+	}
+	if comp.state != nil && comp.state.base && withBase {
+		return ComponentPlan{Component: name, Change: Off, Reason: "Options.Base serves"}
 	}
 	cp := ComponentPlan{Component: name, Change: Unchanged}
+	var covered []string
 	for _, k := range keys {
-		if covers(name, prefixes, k.Key) {
-			cp.Change, cp.Reason = Retuned, k.Key+" changed"
-			break
+		if comp.covers(k.Key) {
+			if covered == nil {
+				cp.Change, cp.Reason = Retuned, k.Key+" changed"
+			}
+			covered = append(covered, k.Key)
 		}
 	}
-	switch name {
-	case ComponentAuth:
-		if cp.Change == Unchanged && old.credDigest != in.credDigest {
-			cp.Change, cp.Reason = Retuned, "a credential file's content changed"
-		}
-	case ComponentTransport:
-		switch {
-		case withBase:
-			return ComponentPlan{Component: name, Change: Off, Reason: "Options.Base serves"}
-		case old.tlsDigest != in.tlsDigest:
-			cp.Change, cp.Reason = Replaced, "a TLS file's content changed"
-		case cp.Change == Retuned:
-			// max_redirects is read per redirect and max_conn_age per
-			// request, not by the *http.Transport: both retune in place.
-			for _, k := range keys {
-				if covers(name, prefixes, k.Key) && k.Key != "transport.max_redirects" && k.Key != "transport.max_conn_age" {
-					cp.Change, cp.Reason = Replaced, k.Key+" changed"
-					break
-				}
-			}
-		}
-	case ComponentBreaker:
-		if cp.Change == Retuned {
-			if why := breakerReplaced(old.cfg.CircuitBreaker, in.cfg.CircuitBreaker); why != "" {
-				cp.Change, cp.Reason = Replaced, why
-			}
+	if cp.Change == Unchanged && comp.files != nil && comp.files(old) != comp.files(in) {
+		cp.Change, cp.Reason = Retuned, comp.filesWhy
+	}
+	if cp.Change == Retuned && comp.state != nil && comp.state.replace != nil {
+		if why := comp.state.replace(old, in, covered); why != "" {
+			cp.Change, cp.Reason = Replaced, why
 		}
 	}
-	if wasOn, stateful := switchedOn(name, old.cfg); stateful {
-		isOn, _ := switchedOn(name, in.cfg)
+	if switchable {
 		switch {
 		case !wasOn && !isOn:
 			cp = ComponentPlan{Component: name, Change: Off}
 		case !wasOn:
-			cp.Change, cp.Reason = Started, switchKey(name)+" switched it on"
+			cp.Change, cp.Reason = Started, switchKey+" switched it on"
 		case !isOn:
-			cp.Change, cp.Reason = Stopped, switchKey(name)+" switched it off"
+			cp.Change, cp.Reason = Stopped, switchKey+" switched it off"
 		}
 	}
 	return cp
 }
 
-// covers reports whether key belongs to the component: under one of its
-// prefixes, and for retry not under retry.budget.
-func covers(name string, prefixes []string, key string) bool {
-	if name == ComponentRetry && strings.HasPrefix(key, "retry.budget.") {
-		return false
-	}
-	for _, p := range prefixes {
-		if key == p || strings.HasPrefix(key, p+".") {
-			return true
+// groupViewOf returns the settings of each group the pipelines use, for
+// planGroups.
+func groupViewOf(pipes []*pipeline) groupView {
+	v := groupView{}
+	for _, p := range pipes {
+		if p.built {
+			v.add(p.in.cfg)
 		}
 	}
-	return false
+	return v
 }
 
-// switchedOn reports, for a component that exists only while switched on
-// (breaker, bulkhead, rate limit), whether c switches it on; stateful is
-// false for every other component.
-func switchedOn(name string, c config.ClientConfig) (on, stateful bool) {
-	switch name {
-	case ComponentBreaker:
-		return c.CircuitBreaker.Enabled, true
-	case ComponentBulkhead:
-		return c.Bulkhead.MaxConcurrent > 0, true
-	case ComponentRateLimit:
-		return c.RateLimit.RequestsPerSecond > 0, true
+// serving returns what a plan needs of p.
+func (p *pipeline) serving() *serving { return &serving{in: p.in, built: p.built} }
+
+// covers reports whether key belongs to the component.
+func (c component) covers(key string) bool {
+	under := func(prefixes []string) bool {
+		for _, p := range prefixes {
+			if key == p || strings.HasPrefix(key, p+".") {
+				return true
+			}
+		}
+		return false
 	}
-	return false, false
+	return under(c.keys) && !under(c.except)
 }
 
-// breakerReplaced says why a breaker whose settings change from o to n
-// cannot keep its state, or "": a change of scope (one circuit per client
-// and one per host share nothing) or into or out of adaptive mode (which
-// never opens, so an open circuit cannot be carried into it).
-func breakerReplaced(o, n middleware.BreakerSettings) string {
+// switched reports, for a component that exists only while switched on
+// (breaker, bulkhead, rate limit), whether cfg switches it on, and the key
+// that does; switchable is false for every other component.
+func (c component) switched(cfg config.ClientConfig) (on, switchable bool, key string) {
 	switch {
-	case o.Scope != n.Scope:
-		return "circuit_breaker.scope changed"
-	case (o.Mode == middleware.BreakerAdaptive) != (n.Mode == middleware.BreakerAdaptive):
-		return "circuit_breaker.mode changed into or out of adaptive"
+	case c.state == nil:
+		return false, false, ""
+	case c.state.group != nil:
+		return c.state.group.On(cfg), true, c.state.group.Switch
+	case c.state.on != nil:
+		return c.state.on(cfg), true, c.state.switchKey
 	}
-	return ""
+	return false, false, ""
 }
 
-// switchKey is the key that switches a stateful component on.
-func switchKey(name string) string {
-	switch name {
-	case ComponentBreaker:
-		return "circuit_breaker.enabled"
-	case ComponentBulkhead:
-		return "bulkhead.max_concurrent"
-	default:
-		return "rate_limit.requests_per_second"
+// groupOf returns the group cfg names for the component, on or off; ""
+// for its own, or a component no group can share.
+func (c component) groupOf(cfg config.ClientConfig) string {
+	if c.state == nil || c.state.group == nil {
+		return ""
 	}
+	return c.state.group.Group(cfg)
 }
+
+// groupedComponents are the rows a group can share, in pipeline order.
+var groupedComponents = func() []component {
+	var out []component
+	for _, c := range components {
+		if c.state != nil && c.state.group != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}()

@@ -95,22 +95,32 @@ func Open(ctx context.Context, o Options) (*Registry, error) {
 	}
 	sources := newSourceSet(o.Sources)
 	l := &config.Loader{File: o.File, Sources: sources.wrapped(), EnvPrefix: o.EnvPrefix, Flags: o.Flags, Environ: o.Environ}
-	cfg, err := loadWithin(ctx, l)
-	if err != nil {
-		return nil, err
-	}
-	r, err := newRegistry(cfg, o)
-	if err != nil {
-		return nil, err
-	}
+	r := newRegistry(o)
 	r.loader, r.sources = l, sources
-	sources.open(r.log)
+	// Every file is watched from before it is read: an edit made while Open
+	// reads its inputs triggers a reload once the first generation serves.
 	if !o.NoWatch && (o.File != "" || hasWatchable(o.Sources)) {
-		if err := r.startWatching(cfg.Files); err != nil {
+		if err := r.startWatching(); err != nil {
 			r.Close()
 			return nil, err
 		}
 	}
+	cfg, err := loadWithin(ctx, l)
+	if err == nil {
+		err = r.watchFiles(cfg.Files) // before the build reads them again
+	}
+	if err == nil {
+		err = r.first(cfg)
+	}
+	if err == nil {
+		sources.open(r.log)
+		err = r.watchSources()
+	}
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	r.startReloader()
 	return r, nil
 }
 
@@ -147,10 +157,16 @@ func New(cfg config.Config, o Options) (*Registry, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return newRegistry(cfg, o)
+	r := newRegistry(o)
+	if err := r.first(cfg); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
-func newRegistry(cfg config.Config, o Options) (*Registry, error) {
+// newRegistry returns a registry of o serving no client yet.
+func newRegistry(o Options) *Registry {
 	r := &Registry{opts: o, log: o.Logger, warned: map[string]bool{}, sources: newSourceSet(nil)}
 	if r.log == nil {
 		r.log = slog.Default()
@@ -161,16 +177,20 @@ func newRegistry(cfg config.Config, o Options) (*Registry, error) {
 	empty := map[string]*http.Client{}
 	r.clients.Store(&empty)
 	r.gen.Store(&generation{})
+	return r
+}
+
+// first commits the registry's first generation, from cfg.
+func (r *Registry) first(cfg config.Config) error {
 	_, g, _, _, err := r.commit(cfg, false)
 	if err != nil {
-		r.cancel()
-		return nil, err
+		return err
 	}
 	for _, p := range g.pipes {
 		r.warnInsecure(p)
 	}
 	r.warnHooks(cfg)
-	return r, nil
+	return nil
 }
 
 // Get returns the client called name: the same pointer on every call for the
@@ -238,11 +258,8 @@ func (r *Registry) add(name string) *http.Client {
 				return err
 			}
 			in.credDigest, in.tlsDigest = m.credDigest, m.tlsDigest
-			mine := groupView{}
-			mine.add(in.cfg)
-			groups := planGroups(groupViewOf(g.pipes), mine)
-			p, _, err = r.build(name, in, m, planClient(name, nil, in, r.opts.Base != nil, groups), nil, g.num,
-				newGroupTable(g.pipes, groups))
+			plans, groups := planAll([]string{name}, []*serving{nil}, []clientInput{in}, groupViewOf(g.pipes), r.opts.Base != nil)
+			p, _, err = r.build(name, in, m, plans[0], nil, g.num, newGroupTable(g.pipes, groups))
 			return err
 		}()
 		if err != nil {
@@ -335,8 +352,7 @@ func (r *Registry) Close() error {
 	old := r.gen.Load()
 	shut := &generation{num: old.num, cfg: old.cfg, pipes: make([]*pipeline, len(old.pipes))}
 	for i, p := range old.pipes {
-		shut.pipes[i] = &pipeline{name: p.name, in: p.in, built: p.built, gen: p.gen, rt: errTransport{ErrClosed},
-			budget: p.budget, breaker: p.breaker, bulkhead: p.bulkhead, limiter: p.limiter}
+		shut.pipes[i] = p.closed()
 	}
 	r.gen.Store(shut)
 	w, deb, stop, stopped, srcStops := r.watcher, r.srcDebounce, r.stop, r.stopped, r.srcStops

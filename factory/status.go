@@ -124,14 +124,7 @@ func (r *Registry) Status() Status {
 		if f := p.in.cfg.Fault; f.Enabled {
 			cs.Fault = &f
 		}
-		for i, block := range groupedBlocks {
-			if g := p.groups[i]; g != "" {
-				if cs.Groups == nil {
-					cs.Groups = map[string]string{}
-				}
-				cs.Groups[block] = g
-			}
-		}
+		cs.Groups = p.groupNames()
 		if p.limiter != nil {
 			if tokens := p.limiter.Tokens(); !math.IsInf(tokens, 0) && !math.IsNaN(tokens) {
 				cs.LimiterTokens = &tokens

@@ -1,38 +1,95 @@
 package factory
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/switchboard-http/switchboard/config"
-	"github.com/switchboard-http/switchboard/middleware"
 	"github.com/switchboard-http/switchboard/reload"
 )
 
-// startWatching starts the file watcher (when there is a file), the
-// debouncer of the Sources' notifications, the goroutine that reloads when
-// a reload is due, and the watches of the Sources that have one. The
-// callbacks only signal, so a slow reload never blocks a watcher and
-// SetFiles is never called from inside the watcher's own callback. On
-// error the caller closes the registry, which stops whatever had started.
-func (r *Registry) startWatching(files []string) error {
+// startWatching starts, before the first load reads anything, the watcher
+// of the config file and the debouncer of the Sources' notifications, so
+// that an edit made while Open reads its inputs is seen. Their callbacks
+// only signal r.due, so a slow reload never blocks a watcher and SetFiles
+// is never called from inside the watcher's own callback; the reloader,
+// which acts on r.due, starts with startReloader once the first generation
+// serves. The Sources' own watches start after the first load
+// (watchSources): a Watchable may resume from what its Read saw (an etcd
+// revision), which a watch started before the read cannot. On error the
+// caller closes the registry, which stops whatever had started.
+func (r *Registry) startWatching() error {
 	due := make(chan struct{}, 1)
-	var w *reload.Watcher
-	if r.opts.File != "" {
-		var err error
-		o := reload.Options{Debounce: r.opts.Debounce, MaxDebounce: r.opts.MaxDebounce, Logger: r.log}
-		w, err = reload.Watch(files, o, func() { signal(due) })
-		if err != nil {
-			return err
-		}
-	}
 	deb := reload.NewDebouncer(r.opts.Debounce, r.opts.MaxDebounce, func() { signal(due) })
 	r.mu.Lock()
-	r.watcher, r.due, r.srcDebounce = w, due, deb
-	r.stop, r.stopped = make(chan struct{}), make(chan struct{})
+	r.due, r.srcDebounce = due, deb
 	r.mu.Unlock()
+	return r.watchFiles(nil)
+}
+
+// startReloader starts the goroutine that reloads when a reload is due,
+// if anything watches.
+func (r *Registry) startReloader() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.due == nil {
+		return
+	}
+	r.stop, r.stopped = make(chan struct{}), make(chan struct{})
 	go r.reloader()
-	return r.watchSources()
+}
+
+// watchFiles makes the watcher watch the config file, the files the
+// serving config names and named: the files of a config about to be read
+// further (validated, resolved, built), or of one just rejected, a file it
+// names that does not exist yet included, so that the file's creation
+// triggers the reload that then succeeds. A file already watched keeps the
+// state it last reported; a new one takes its state now. Call it before the
+// read that uses the files: every change after that read is then seen and
+// triggers another reload. It creates the watcher on first need (a config
+// from Sources alone may name files too) and does nothing when nothing
+// watches (NoWatch, or no file and no Watchable Source). r.reloading held,
+// or Open's goroutine before it returns.
+func (r *Registry) watchFiles(named []string) error {
+	r.mu.Lock()
+	due, w, closed := r.due, r.watcher, r.closed
+	serving := r.gen.Load().cfg.Files
+	r.mu.Unlock()
+	if due == nil || closed {
+		return nil
+	}
+	files := make([]string, 0, 1+len(serving)+len(named))
+	seen := make(map[string]bool, cap(files))
+	for _, list := range [][]string{{r.opts.File}, serving, named} {
+		for _, f := range list {
+			if f != "" && !seen[f] {
+				seen[f] = true
+				files = append(files, f)
+			}
+		}
+	}
+	if w != nil {
+		return w.SetFiles(files)
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	o := reload.Options{Debounce: r.opts.Debounce, MaxDebounce: r.opts.MaxDebounce, Logger: r.log}
+	w, err := reload.Watch(files, o, func() { signal(due) })
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.watcher = w
+	r.mu.Unlock()
+	return nil
+}
+
+// rewatch is watchFiles for a reload, which logs its error: watching goes
+// on with the files it watched before.
+func (r *Registry) rewatch(named []string) {
+	if err := r.watchFiles(named); err != nil {
+		r.log.Error("watching config files failed", "error", err)
+	}
 }
 
 // hasWatchable reports whether one of srcs implements config.Watchable.
@@ -45,9 +102,12 @@ func hasWatchable(srcs []config.Source) bool {
 	return false
 }
 
-// watchSources starts the watch of every Watchable Source; their
-// notifications go to the reloader, which debounces them.
+// watchSources starts the watch of every Watchable Source, if anything
+// watches; their notifications go to the reloader, which debounces them.
 func (r *Registry) watchSources() error {
+	if r.srcDebounce == nil {
+		return nil
+	}
 	for _, s := range r.opts.Sources {
 		ws, ok := s.(config.Watchable)
 		if !ok {
@@ -89,28 +149,4 @@ func (r *Registry) reloader() {
 			_ = r.Reload() // reported by Reload itself
 		}
 	}
-}
-
-// callOnReload calls Options.OnReload, if set, recovering its panic.
-func (r *Registry) callOnReload(e ReloadEvent) {
-	if r.opts.OnReload == nil {
-		return
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			r.log.Error("OnReload panicked", "panic", fmt.Sprint(v))
-		}
-	}()
-	r.opts.OnReload(e)
-}
-
-// observe passes a reload's event to Options.Observer, recovering its
-// panic: a broken metrics hook must not stop reloads.
-func (r *Registry) observe(ev middleware.Event) {
-	defer func() {
-		if v := recover(); v != nil {
-			r.log.Error("Observer panicked", "event", ev.Name, "panic", fmt.Sprint(v))
-		}
-	}()
-	r.opts.Observer.OnEvent(context.Background(), ev)
 }

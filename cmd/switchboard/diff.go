@@ -163,8 +163,7 @@ func printKeys(w io.Writer, keys []config.KeyChange) {
 
 // changeText says in words what happens to a component.
 func changeText(component string, ch factory.Change) string {
-	stateful := component == factory.ComponentBreaker || component == factory.ComponentBulkhead ||
-		component == factory.ComponentRateLimit || component == factory.ComponentBudget
+	stateful := factory.Stateful(component)
 	switch {
 	case component == factory.ComponentTransport && ch == factory.Unchanged:
 		return "kept, with its warm connections"
