@@ -85,6 +85,10 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	if p.latencies = old.latencies; p.latencies == nil {
 		p.latencies = middleware.NewLatencies()
 	}
+	// So do the call counts, which Status reports as cumulative.
+	if p.calls = old.calls; p.calls == nil {
+		p.calls = new(callCounts)
+	}
 
 	var bottom http.RoundTripper = r.opts.Base
 	if p.base != nil {
@@ -112,10 +116,11 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 		}
 		top = middleware.Router(routes, rts, top)
 	}
-	// Every error that leaves the pipeline, code's own layers' included,
-	// is redacted first.
-	layers := make([]middleware.Middleware, 0, 1+len(h.Outer))
-	layers = append(layers, middleware.RedactErrors())
+	// Every call is counted once, as its caller sees it (one atomic add),
+	// and every error that leaves the pipeline, code's own layers'
+	// included, is redacted first.
+	layers := make([]middleware.Middleware, 0, 2+len(h.Outer))
+	layers = append(layers, countCalls(p.calls), middleware.RedactErrors())
 	layers = append(layers, h.Outer...)
 	p.rt = middleware.Chain(layers...)(top)
 	return p, retunes, nil

@@ -105,6 +105,32 @@ type statusDoc struct {
 	LastError  string         `json:"last_error,omitempty"`
 	Clients    []clientDoc    `json:"clients"`
 	Sources    []SourceStatus `json:"sources,omitempty"`
+	Reloads    []reloadDoc    `json:"reloads"`
+}
+
+// reloadDoc is the JSON form of a ReloadRecord.
+type reloadDoc struct {
+	Time       time.Time `json:"time"`
+	Generation uint64    `json:"generation"`
+	Result     string    `json:"result"` // applied | rejected
+	Error      string    `json:"error,omitempty"`
+	Changed    []string  `json:"changed"`
+}
+
+// configKeyDoc is the JSON form of a ConfigKey.
+type configKeyDoc struct {
+	Key     string     `json:"key"`
+	Value   string     `json:"value"`
+	Default string     `json:"default"`
+	Origin  *originDoc `json:"origin,omitempty"`
+}
+
+// originDoc is the JSON form of a config.Origin.
+type originDoc struct {
+	Layer string `json:"layer"`
+	Name  string `json:"name,omitempty"`
+	Line  int    `json:"line,omitempty"`
+	Path  string `json:"path,omitempty"`
 }
 
 // clientDoc is the JSON form of ClientStatus, with non-finite numbers as
@@ -122,6 +148,11 @@ type clientDoc struct {
 	Routes        []string          `json:"routes,omitempty"`
 	Groups        map[string]string `json:"groups,omitempty"`
 	Fault         any               `json:"fault,omitempty"`
+	Calls         uint64            `json:"calls"`
+	Failures      uint64            `json:"failures"`
+	Rejections    uint64            `json:"rejections"`
+	HedgeDelay    *float64          `json:"hedge_delay_seconds,omitempty"`
+	NonDefault    []configKeyDoc    `json:"non_default,omitempty"`
 	Config        map[string]any    `json:"config,omitempty"`
 }
 
@@ -133,16 +164,40 @@ func statusDocOf(s Status) statusDoc {
 	for i, c := range s.Clients {
 		d.Clients[i] = clientDocOf(c)
 	}
+	d.Reloads = make([]reloadDoc, len(s.Reloads))
+	for i, rec := range s.Reloads {
+		rd := reloadDoc{Time: rec.Time, Generation: rec.Generation, Result: "applied", Changed: rec.Changed}
+		if rec.Err != nil {
+			rd.Result, rd.Error = "rejected", middleware.RedactText(rec.Err.Error())
+		}
+		if rd.Changed == nil {
+			rd.Changed = []string{}
+		}
+		d.Reloads[i] = rd
+	}
 	return d
 }
 
 func clientDocOf(c ClientStatus) clientDoc {
-	return clientDoc{
+	d := clientDoc{
 		Name: c.Name, Defined: c.Defined, ConfigHash: c.ConfigHash, Generation: c.Generation,
 		BudgetBalance: finite(c.BudgetBalance), Breaker: breakerDocOf(c),
 		BulkheadInUse: c.BulkheadInUse, BulkheadLimit: c.BulkheadLimit,
 		LimiterTokens: c.LimiterTokens, Routes: c.Routes, Groups: c.Groups,
+		Calls: c.Calls, Failures: c.Failures, Rejections: c.Rejections,
 	}
+	if c.Config.Hedge.Enabled {
+		secs := c.HedgeDelay.Seconds()
+		d.HedgeDelay = &secs
+	}
+	for _, k := range c.NonDefault {
+		kd := configKeyDoc{Key: k.Key, Value: k.Value, Default: k.Default}
+		if k.Known {
+			kd.Origin = &originDoc{Layer: k.Origin.Layer.String(), Name: k.Origin.Name, Line: k.Origin.Line, Path: k.Origin.Path}
+		}
+		d.NonDefault = append(d.NonDefault, kd)
+	}
+	return d
 }
 
 // finite returns &x, or nil for an infinity or NaN.

@@ -58,6 +58,7 @@ type Registry struct {
 	closed      bool
 	lastReload  time.Time // when the serving generation was committed
 	lastErr     error
+	reloadLog   reloadRing // the last attempts, for Status.Reloads
 	lastHash    string
 	watcher     *reload.Watcher
 	due         chan struct{}     // a reload is due (watchers → reloader)
@@ -182,10 +183,13 @@ func newRegistry(o Options) *Registry {
 
 // first commits the registry's first generation, from cfg.
 func (r *Registry) first(cfg config.Config) error {
-	_, g, _, _, err := r.commit(cfg, false)
+	_, g, plans, _, err := r.commit(cfg, false)
 	if err != nil {
 		return err
 	}
+	r.mu.Lock()
+	r.reloadLog.add(ReloadRecord{Time: r.lastReload, Generation: g.num, Changed: changedClients(sortedPlans(plans))})
+	r.mu.Unlock()
 	for _, p := range g.pipes {
 		r.warnInsecure(p)
 	}
