@@ -75,6 +75,19 @@ func (r *Registry) Handler() http.Handler {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
+		if asset := req.URL.Query().Get("asset"); asset != "" {
+			serveStatusPage(w, req, asset)
+			return
+		}
+		format, ok := statusFormat(req)
+		if !ok {
+			http.Error(w, `format must be "json" or "html"`, http.StatusBadRequest)
+			return
+		}
+		if format == formatHTML {
+			serveStatusPage(w, req, "")
+			return
+		}
 		s := r.Status()
 		doc := statusDocOf(s)
 		for i, c := range s.Clients {
@@ -90,6 +103,9 @@ func (r *Registry) Handler() http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
+		if req.URL.Query().Get("format") == "" {
+			w.Header().Add("Vary", "Accept")
+		}
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		if req.Method == http.MethodHead {
 			return
