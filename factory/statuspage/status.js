@@ -45,10 +45,12 @@
     return Number(x).toFixed(digits);
   }
 
+  // origin names where a key got its value; a file by its base name (the
+  // cell's title has the full path).
   function origin(o) {
     if (!o) return 'set in code';
     let s = o.layer;
-    if (o.name) s += ' ' + o.name;
+    if (o.name) s += ' ' + (o.layer === 'file' ? o.name.split('/').pop() : o.name);
     if (o.line) s += ':' + o.line;
     if (o.path && o.path.startsWith('defaults.')) s += ' (' + o.path + ')';
     return s;
@@ -128,7 +130,8 @@
     if (pts.length === 1) pts.unshift('0,' + pts[0].split(',')[1]);
     if (pts.length > 0) s.appendChild(svgEl('polyline', { points: pts.join(' ') }));
     const last = values.length ? values[values.length - 1] : 0;
-    fig.appendChild(el('figcaption', null, caption + ': ' + num(last, 1) + unit));
+    const peak = values.length ? Math.max(...values) : 0;
+    fig.appendChild(el('figcaption', null, caption + ' · now ' + num(last, 1) + unit + ' · 5 min peak ' + num(peak, 1) + unit));
     fig.appendChild(s);
     return fig;
   }
@@ -153,7 +156,8 @@
         tr.appendChild(el('td', null, k.key));
         tr.appendChild(el('td', null, k.value));
         tr.appendChild(el('td', 'muted', k.default));
-        tr.appendChild(el('td', 'muted', origin(k.origin)));
+        const from = tr.appendChild(el('td', 'muted', origin(k.origin)));
+        if (k.origin && k.origin.name) from.title = k.origin.name;
         body.appendChild(tr);
       }
       d.appendChild(t);
@@ -276,6 +280,7 @@
     document.getElementById('groups').replaceChildren(...groups);
     document.querySelector('#reloads tbody').replaceChildren(...(doc.reloads || []).map(reloadRow));
     document.body.dataset.generation = String(doc.generation);
+    document.body.dataset.updated = String(now); // changes at every poll drawn
   }
 
   function setConn(text) {
