@@ -7,7 +7,7 @@ replace github.com/switchboard-http/switchboard => ../
 require (
 	github.com/chromedp/cdproto v0.160.1
 	github.com/chromedp/chromedp v0.23.1
-	github.com/switchboard-http/switchboard v0.0.0-00010101000000-000000000000
+	github.com/switchboard-http/switchboard v0.0.0
 	go.uber.org/goleak v1.3.0
 )
 
