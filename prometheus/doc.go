@@ -54,8 +54,9 @@
 // Options.MaxHosts of them per client (the first in sorted order, so the
 // same ones at every scrape); the other labels take the fixed sets above.
 //
-// The names differ from those the otel module's metrics get through the
-// OpenTelemetry Prometheus exporter (switchboard_circuit_breaker_state,
-// switchboard_events_total, …), so the two never clash in one registry;
-// use one path or the other.
+// Use this package or the otel module's metrics through the OpenTelemetry
+// Prometheus exporter, not both in one process: a few names are the same
+// (switchboard_config_generation, switchboard_bulkhead_in_use,
+// switchboard_call_duration_seconds, …) with other labels (client here,
+// switchboard_client there), and one registry cannot hold both.
 package promswitchboard
