@@ -29,6 +29,7 @@ func Example_open() {
 
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.Handler())
-	mux.Handle("/debug/switchboard", clients.Handler()) // the status page, and its JSON for tools
+	// The status page, and its JSON for tools, beside the metrics.
+	mux.Handle("/debug/switchboard", clients.Handler())
 	log.Print(http.ListenAndServe("127.0.0.1:9090", mux)) // an internal address only
 }
