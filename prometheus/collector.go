@@ -15,20 +15,23 @@ import (
 const DefaultMaxHosts = 100
 
 // Options tunes both collectors. The zero value is ready: DefaultMaxHosts
-// hosts, DefaultBuckets.
+// hosts, the default buckets. A plain value.
 type Options struct {
 	// MaxHosts bounds the hosts the breaker gauges report per client of
 	// scope host: the first MaxHosts in sorted order. 0 means
 	// DefaultMaxHosts; a negative value reports none.
 	MaxHosts int
 	// Buckets are the upper bounds, in seconds, of
-	// switchboard_call_duration_seconds; nil means DefaultBuckets.
+	// switchboard_call_duration_seconds; nil means 0.005, 0.01, 0.025,
+	// 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30 and 60: from 5ms to a
+	// minute, as a call with retries and backoff can last.
 	Buckets []float64
 }
 
-// DefaultBuckets are switchboard_call_duration_seconds' bounds: from 5ms
-// to 60s, as a call with retries and backoff can last.
-var DefaultBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+// defaultBuckets returns the bounds nil Options.Buckets means.
+func defaultBuckets() []float64 {
+	return []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+}
 
 // breakerStates are the values of the state label, as
 // middleware.BreakerState spells them.

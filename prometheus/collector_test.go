@@ -290,3 +290,29 @@ func TestPromlintFindsNoProblem(t *testing.T) {
 		}
 	}
 }
+
+func TestOptionsBucketsAndNoHosts(t *testing.T) {
+	m := promswitchboard.NewMetrics(promswitchboard.Options{Buckets: []float64{0.5, 2}})
+	opts := factory.Options{Base: fakert.Status(500), Logger: slog.New(slog.DiscardHandler)}
+	m.Instrument(&opts)
+	cc := config.Default()
+	cc.Retry.MaxRetries = 0
+	cc.CircuitBreaker.Enabled, cc.CircuitBreaker.Scope = true, middleware.ScopeHost
+	r, err := factory.New(config.Config{Defaults: config.Default(), Clients: map[string]config.ClientConfig{"a": cc}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	call(t, r, "a", "http://x.test/")
+	preg := prometheus.NewPedanticRegistry()
+	preg.MustRegister(m, promswitchboard.NewCollector(r, promswitchboard.Options{MaxHosts: -1}))
+	fams := scrape(t, preg)
+	for _, mt := range fams["switchboard_call_duration_seconds"].GetMetric() {
+		if n := len(mt.GetHistogram().GetBucket()); n != 2 {
+			t.Fatalf("buckets: got %d, want 2 (Options.Buckets)", n)
+		}
+	}
+	if f, ok := fams["switchboard_breaker_state"]; ok {
+		t.Fatalf("MaxHosts -1 reported %d breaker series, want none", len(f.GetMetric()))
+	}
+}

@@ -47,7 +47,7 @@ var reasons = map[error]string{
 func NewMetrics(o Options) *Metrics {
 	buckets := o.Buckets
 	if buckets == nil {
-		buckets = DefaultBuckets
+		buckets = defaultBuckets()
 	}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
