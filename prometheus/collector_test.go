@@ -308,8 +308,8 @@ func TestOptionsBucketsAndNoHosts(t *testing.T) {
 	preg.MustRegister(m, promswitchboard.NewCollector(r, promswitchboard.Options{MaxHosts: -1}))
 	fams := scrape(t, preg)
 	for _, mt := range fams["switchboard_call_duration_seconds"].GetMetric() {
-		if n := len(mt.GetHistogram().GetBucket()); n != 2 {
-			t.Fatalf("buckets: got %d, want 2 (Options.Buckets)", n)
+		if n := len(mt.GetHistogram().GetBucket()); n != 3 {
+			t.Fatalf("buckets: got %d, want 3 (Options.Buckets 0.5 and 2, then +Inf)", n)
 		}
 	}
 	if f, ok := fams["switchboard_breaker_state"]; ok {
