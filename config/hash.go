@@ -102,6 +102,22 @@ func listDefaults(r middleware.RetrySettings) middleware.RetrySettings {
 	return r
 }
 
+// withListDefaults returns c with listDefaults applied to its retry
+// settings and to each route's (the routes map is copied, c's is not
+// changed): the settings as Hash and Equal judge them.
+func withListDefaults(c ClientConfig) ClientConfig {
+	c.Retry = listDefaults(c.Retry)
+	if c.Routes != nil {
+		routes := make(map[string]RouteConfig, len(c.Routes))
+		for p, r := range c.Routes {
+			r.Retry = listDefaults(r.Retry)
+			routes[p] = r
+		}
+		c.Routes = routes
+	}
+	return c
+}
+
 // writeHashField writes each part to h with its length, so that no two
 // different sequences of parts write the same bytes.
 func writeHashField(h hash.Hash, parts ...string) {

@@ -202,7 +202,8 @@ func (c ClientConfig) Settings() []Setting {
 type rawSetting struct {
 	key    string
 	kind   kind
-	value  any // canonical tree value
+	value  any           // canonical tree value
+	rv     reflect.Value // the value itself, for leafEqual
 	secret bool
 }
 
@@ -215,7 +216,8 @@ func (c ClientConfig) leafSettings() []rawSetting {
 	cv := reflect.ValueOf(&c).Elem()
 	var out []rawSetting
 	for _, l := range keyTable {
-		v := treeValue(l.kind, l.valueOf(cv))
+		fv := l.valueOf(cv)
+		v := treeValue(l.kind, fv)
 		if l.kind == kindStringMap {
 			h := v.(map[string]any)
 			if len(h) == 0 {
@@ -223,11 +225,11 @@ func (c ClientConfig) leafSettings() []rawSetting {
 			}
 			for _, name := range slices.Sorted(maps.Keys(h)) {
 				out = append(out, rawSetting{key: l.path + "." + name, kind: kindString, value: h[name],
-					secret: middleware.IsSensitiveHeader(name)})
+					rv: reflect.ValueOf(h[name]), secret: middleware.IsSensitiveHeader(name)})
 			}
 			continue
 		}
-		out = append(out, rawSetting{key: l.path, kind: l.kind, value: v, secret: l.secret})
+		out = append(out, rawSetting{key: l.path, kind: l.kind, value: v, rv: fv, secret: l.secret})
 	}
 	return out
 }
@@ -259,9 +261,13 @@ type KeyChange struct {
 
 // ChangedKeys returns the keys whose values differ between old and new, in
 // the order of the file format (a header added or removed counts as a
-// change of that header). Secret values are compared but never returned.
-// It is safe for concurrent use.
+// change of that header). It judges values as Equal does, leaf by leaf
+// (leafEqual, after listDefaults), so it is empty exactly when Equal
+// reports true: a nil retry list shows as the default list it means.
+// Secret values are compared but never returned. It is safe for
+// concurrent use.
 func ChangedKeys(old, new ClientConfig) []KeyChange {
+	old, new = withListDefaults(old), withListDefaults(new)
 	type entry struct {
 		raw rawSetting
 		at  int
@@ -290,10 +296,10 @@ func ChangedKeys(old, new ClientConfig) []KeyChange {
 	for _, k := range keys {
 		oe, inOld := om[k]
 		ne, inNew := nm[k]
-		if inOld && inNew && canonicalOf(oe.raw.value) == canonicalOf(ne.raw.value) {
-			continue
+		if oe.raw.kind == kindStringMap || ne.raw.kind == kindStringMap {
+			continue // the empty-map placeholder (a nil and an empty map are alike)
 		}
-		if k == "headers" { // the empty-map placeholder appearing or going
+		if inOld && inNew && leafEqual(oe.raw.kind, oe.raw.rv, ne.raw.rv) {
 			continue
 		}
 		kc := KeyChange{Key: k}
