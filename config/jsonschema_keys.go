@@ -45,7 +45,7 @@ func Keys() []Key {
 			Default: render(l.kind, l.def),
 			Allowed: allowed(l),
 			Doc:     l.doc,
-			Secret:  l.secret,
+			Secret:  l.secret(),
 		})
 	}
 	return out
@@ -204,7 +204,8 @@ type rawSetting struct {
 	kind   kind
 	value  any           // canonical tree value
 	rv     reflect.Value // the value itself, for leafEqual
-	secret bool
+	redact redaction     // the key table's column; a header's is redactHeaders
+	header string        // the header's name, for a header's setting
 }
 
 func (c ClientConfig) settings() []rawSetting {
@@ -225,25 +226,19 @@ func (c ClientConfig) leafSettings() []rawSetting {
 			}
 			for _, name := range slices.Sorted(maps.Keys(h)) {
 				out = append(out, rawSetting{key: l.path + "." + name, kind: kindString, value: h[name],
-					rv: reflect.ValueOf(h[name]), secret: middleware.IsSensitiveHeader(name)})
+					rv: reflect.ValueOf(h[name]), redact: l.redact, header: name})
 			}
 			continue
 		}
-		out = append(out, rawSetting{key: l.path, kind: l.kind, value: v, rv: fv, secret: l.secret})
+		out = append(out, rawSetting{key: l.path, kind: l.kind, value: v, rv: fv, redact: l.redact})
 	}
 	return out
 }
 
 func (s rawSetting) redacted() Setting {
 	out := Setting{Key: s.key, Value: jsonValue(s.value), Text: render(s.kind, s.value)}
-	str, isStr := s.value.(string)
-	switch {
-	case !isStr || str == "":
-	case s.secret:
-		out.Value, out.Text, out.Redacted = Redacted, Redacted, true
-	case s.key == "transport.proxy_url":
-		red := middleware.RedactProxyURL(str) // userinfo as REDACTED@: a credential shows as configured
-		if red != str {
+	if str, isStr := s.value.(string); isStr {
+		if red := redactValue(s.redact, s.header, str); red != str {
 			out.Value, out.Text, out.Redacted = red, red, true
 		}
 	}
