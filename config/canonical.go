@@ -70,8 +70,8 @@ func (e *canonicalEncoder) value(b []byte, v reflect.Value, top bool) []byte {
 		if !top {
 			b = append(b, '{')
 		}
-		if m, ok := v.Interface().(map[string]string); ok {
-			b = e.stringMap(b, m)
+		if v.CanConvert(stringMapType) {
+			b = e.stringMap(b, stringMapOf(v))
 		} else {
 			keys := v.MapKeys()
 			slices.SortFunc(keys, func(x, y reflect.Value) int { return cmp.Compare(mapKey(x), mapKey(y)) })

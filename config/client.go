@@ -17,7 +17,7 @@ type ClientConfig struct {
 	// waits included. Zero means none.
 	Timeout time.Duration `koanf:"timeout" json:"timeout"`
 	// Headers are set on every request that does not already carry them.
-	Headers map[string]string `koanf:"headers" json:"headers" secret:"headers"`
+	Headers Headers `koanf:"headers" json:"headers" secret:"headers"`
 	// Transport configures the base *http.Transport.
 	Transport TransportConfig `koanf:"transport" json:"transport"`
 	// TLS configures the base transport's TLS.

@@ -207,6 +207,15 @@ func resolveRel(parts []string, env bool) (segs []string, f *field, hint string,
 // secret reports whether the whole value of l is a secret (secret:"true").
 func (l *field) secret() bool { return l.redact == redactSecret }
 
+// stringMapType is the type of a plain string map; Headers converts to it.
+var stringMapType = reflect.TypeFor[map[string]string]()
+
+// stringMapOf returns v, a map of string to string of any named type
+// (Headers), as a plain map, without copying it.
+func stringMapOf(v reflect.Value) map[string]string {
+	return v.Convert(stringMapType).Interface().(map[string]string)
+}
+
 // valueOf returns the value of leaf l in c (c must be addressable or a
 // plain value; the result is read-only).
 func (l *field) valueOf(c reflect.Value) reflect.Value { return c.FieldByIndex(l.index) }
@@ -291,7 +300,7 @@ func leafEqual(k kind, a, b reflect.Value) bool {
 		}
 		return true
 	case kindStringMap:
-		return maps.Equal(a.Interface().(map[string]string), b.Interface().(map[string]string))
+		return maps.Equal(stringMapOf(a), stringMapOf(b))
 	}
 	panic(fmt.Sprintf("config: no equality for schema kind %d", k))
 }

@@ -57,22 +57,13 @@ func redactValue(how redaction, name, s string) string {
 	return s
 }
 
-// redactIn replaces the value of leaf l in c (addressable) as redactValue
-// says; a map is replaced by a redacted copy, never changed.
-func (l *field) redactIn(c reflect.Value) {
-	fv := l.valueOf(c)
+// redactField replaces fv, the value of leaf l, as redactValue says; a
+// map is replaced by a redacted copy, never changed.
+func (l *field) redactField(fv reflect.Value) {
 	switch {
 	case l.redact == redactNone:
 	case l.kind == kindStringMap:
-		if fv.IsNil() {
-			return
-		}
-		m := reflect.MakeMapWithSize(fv.Type(), fv.Len())
-		for iter := fv.MapRange(); iter.Next(); {
-			red := redactValue(l.redact, iter.Key().String(), iter.Value().String())
-			m.SetMapIndex(iter.Key(), reflect.ValueOf(red).Convert(fv.Type().Elem()))
-		}
-		fv.Set(m)
+		fv.Set(reflect.ValueOf(Headers(stringMapOf(fv)).shown()).Convert(fv.Type())) // the one map: headers
 	default:
 		fv.SetString(redactValue(l.redact, "", fv.String()))
 	}
@@ -89,7 +80,7 @@ func (l *field) redactIn(c reflect.Value) {
 func (c ClientConfig) Redacted() ClientConfig {
 	v := reflect.ValueOf(&c).Elem()
 	for _, l := range keyTable {
-		l.redactIn(v)
+		l.redactField(l.valueOf(v))
 	}
 	if c.Routes != nil {
 		routes := make(map[string]RouteConfig, len(c.Routes))
