@@ -17,6 +17,7 @@ type ClientConfig struct {
 	// waits included. Zero means none.
 	Timeout time.Duration `koanf:"timeout" json:"timeout"`
 	// Headers are set on every request that does not already carry them.
+	// They print with sensitive values redacted (see Headers).
 	Headers Headers `koanf:"headers" json:"headers" secret:"headers"`
 	// Transport configures the base *http.Transport.
 	Transport TransportConfig `koanf:"transport" json:"transport"`

@@ -183,12 +183,14 @@ type Setting struct {
 
 // Settings returns every effective key of c in the order of the file
 // format, then each route's keys (RouteKey; patterns sorted, only the keys
-// a route may set), with secrets redacted: auth.bearer_token and auth.basic.password,
-// header values whose names look sensitive (middleware.IsSensitiveHeader:
-// Authorization, X-Api-Key, …), and the userinfo and sensitive query
-// parameters of transport.proxy_url (middleware.RedactProxyURL: the
-// userinfo reads REDACTED@, so a configured credential shows). Empty secrets
-// are shown as they are. It is safe for concurrent use.
+// a route may set), with every value redacted as the key table's redaction
+// column says (the one decision, see Redacted): auth.bearer_token and
+// auth.basic.password, header values whose names look sensitive
+// (middleware.IsSensitiveHeader: Authorization, X-Api-Key, …), and the
+// userinfo and sensitive query parameters of transport.proxy_url
+// (middleware.RedactProxyURL: the userinfo reads REDACTED@, so a
+// configured credential shows). Empty secrets are shown as they are. It is
+// safe for concurrent use.
 func (c ClientConfig) Settings() []Setting {
 	raw := c.settings()
 	out := make([]Setting, len(raw))
