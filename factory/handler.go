@@ -19,7 +19,8 @@ import (
 //     above application/json (a browser's); ?format=html forces it;
 //   - JSON otherwise (no Accept, curl's */*, application/json);
 //     ?format=json forces it; any other ?format is a 400;
-//   - ?asset=status.js, status.css or favicon.svg: the page's own files.
+//   - ?asset=status.js, status.css or favicon.svg: the page's own files
+//     (any other name is a 404).
 //
 // The page and its files come from an embed.FS, with
 // Content-Security-Policy: default-src 'self' (no inline script or style,
