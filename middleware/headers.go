@@ -115,7 +115,7 @@ func (l *headersLayer) warnWithheld(req *http.Request) {
 		return
 	}
 	from := "unknown"
-	if first, ok := firstRequest(req); ok && first.URL != nil {
+	if first, _, ok := Redirects(req); ok && first.URL != nil {
 		from = first.URL.Scheme + "://" + first.URL.Host
 	}
 	to := req.URL.Scheme + "://" + req.URL.Host
@@ -127,27 +127,10 @@ func (l *headersLayer) warnWithheld(req *http.Request) {
 		slog.String("headers", strings.Join(l.credNames, ",")))
 }
 
-// firstRequest returns the first request of req's logical call: req
-// itself when it is no redirect, else the end of the chain http.Client
-// links through req.Response.Request. ok is false when the chain breaks (a
-// redirect response without its request) or does not end.
-func firstRequest(req *http.Request) (first *http.Request, ok bool) {
-	r := req
-	for range maxAuthChain {
-		if r.Response == nil {
-			return r, true
-		}
-		if r = r.Response.Request; r == nil {
-			return nil, false
-		}
-	}
-	return nil, false
-}
-
 // sameOriginAsFirst reports whether req goes to the origin of its call's
 // first request; false when that request is unknown.
 func sameOriginAsFirst(req *http.Request) bool {
-	first, ok := firstRequest(req)
+	first, _, ok := Redirects(req)
 	return ok && sameOrigin(first.URL, req.URL)
 }
 
