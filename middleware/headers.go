@@ -21,14 +21,19 @@ type HeadersOptions struct {
 // canonical form.
 //
 // A header that carries a credential (IsSensitiveHeader: Authorization,
-// Proxy-Authorization, Cookie, X-Api-Key, …) follows the origin rule of
-// Auth: it is set on the first request of a logical call, and on a redirect
-// hop only when the hop stays on that request's origin (the same scheme,
-// host name, ignoring case, and port, written or implied by the scheme).
-// http.Client runs the transport again for every redirect hop and links
-// each hop to the previous one (req.Response.Request); a hop to another
-// origin, or whose chain is broken (a Response without its Request), gets
-// no credential header from h, and the first such hop for each pair of
+// Proxy-Authorization, Cookie, X-Api-Key, …) is pinned to the origin of
+// the call's first request, whatever host that is: it is set on the first
+// request of a logical call, and on a redirect hop only when the hop goes
+// to that request's origin (the same scheme, host name, ignoring case, and
+// port, written or implied by the scheme). This is not Auth's rule: Auth
+// pins its credential to the configured auth.host (on no request to
+// another host, the first one included), with the scheme of the earliest
+// request of the call to that host, so a call that starts on another host
+// and is redirected to auth.host gets Auth's credential there but none of
+// these headers. http.Client runs the transport again for every redirect
+// hop and links each hop to the previous one (req.Response.Request); a hop
+// to another origin, or whose chain is broken (see Redirects), gets no
+// credential header from h, and the first such hop for each pair of
 // hosts logs one WARN to o.Events naming the client, both hosts and the
 // headers withheld (never their values); at most MaxAuthWarnedHosts pairs
 // are remembered. The other headers of h are set on every hop. This is
