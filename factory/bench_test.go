@@ -111,7 +111,8 @@ func BenchmarkRequest(b *testing.B) {
 // changes its request, so the defaults cost 8 allocations per call over a
 // bare client and retry + breaker 3. The targets: retry + breaker at most
 // +1, the defaults at most +5 (the standard deadline context alone costs
-// 4). An attempt hook, which may change its request, still gets a clone.
+// 4). An attempt hook, which may change its request, still gets a clone,
+// and so does Options.Base: the clients here run over their own transport.
 func TestAttemptsAreNotClonedWhereNothingChangesThem(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodGet, "http://billing.internal/v1/invoices", nil)
 	allocs := func(c *http.Client) float64 {
