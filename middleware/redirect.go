@@ -20,11 +20,13 @@ const MaxRedirectChain = 100
 // MaxRedirectChain. Then first is nil, and hops counts the responses
 // followed, the broken one included: a lower bound of the real count, at
 // least 1. Every layer that looks back along the chain (the credential
-// rules of Auth and Headers, the call start of Timeout, the
-// resend count of tracing) reads it here, so they agree on a broken chain:
-// credentials fail closed and the timeout starts afresh.
+// rules of Auth and Headers, the call start of Timeout, the resend count
+// of the OpenTelemetry adapter) reads it here, so they agree on a broken
+// chain: credentials fail closed, the timeout starts afresh, and the
+// resend count is the lower bound.
 //
-// It only reads req; it is safe for concurrent use.
+// req must not be nil. It only reads the chain; it is safe for concurrent
+// use.
 func Redirects(req *http.Request) (first *http.Request, hops int, ok bool) {
 	return walkRedirects(req, nil)
 }

@@ -68,8 +68,9 @@ type TimeoutOptions struct {
 // 308) the layer leaves it in the context of a shallow copy of
 // resp.Request, which http.Client links to the next hop as
 // req.Response.Request. The start is taken once, by the first Timeout
-// layer of the next hop; a hop that matches another route counts that
-// route's timeout from the same start. A later call that sends a request
+// layer of the next hop (a Timeout stacked inside that one counts from the
+// hop's own start); a hop that matches another route counts that route's
+// timeout from the same start. A later call that sends a request
 // of the same chain again (a Clone of resp.Request keeps its
 // req.Response), or a request whose chain is broken (see Redirects),
 // starts its own deadline, as http.Client.Timeout starts on every Do.
