@@ -90,7 +90,6 @@ func TestBaseGetsAClonePerAttempt(t *testing.T) {
 				n       int
 				headers []http.Header
 			)
-			second := make(chan struct{})
 			base := middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 				req.Header.Set("X-Base", "touched") // allowed: a clone of its own
 				mu.Lock()
@@ -98,17 +97,11 @@ func TestBaseGetsAClonePerAttempt(t *testing.T) {
 				first := n == 1
 				headers = append(headers, req.Header)
 				mu.Unlock()
-				if hedge {
-					if first {
-						// Wait for the hedge, so both copies hold their
-						// request at once, or for the call to end.
-						select {
-						case <-second:
-						case <-req.Context().Done():
-						}
-						return nil, req.Context().Err()
-					}
-					close(second)
+				if hedge && first {
+					// Held until the hedge wins, so both copies hold their
+					// request at once; then cancelled as the loser.
+					<-req.Context().Done()
+					return nil, req.Context().Err()
 				}
 				return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
 			})
