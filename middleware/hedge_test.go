@@ -465,7 +465,10 @@ func TestHedgedCopyWhoseBodyFailsIsNotABackendFailure(t *testing.T) {
 			if req.Body != nil {
 				req.Body.Close()
 			}
-			<-bodyFailed // the first copy answers once the second failed
+			<-bodyFailed // the first copy answers once the second failed,
+			// and after the hedge took that failure (the bubble's clock
+			// moves only once every goroutine in it is blocked)
+			time.Sleep(ms)
 			return nil, middleware.ErrBulkheadFull
 		})
 		h := middleware.Hedge(hedgeOn(100*ms, 1), retryFor(1), middleware.HedgeOptions{})(rt)
