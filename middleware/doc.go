@@ -60,7 +60,8 @@
 //	                   ErrBulkheadFull (no slot within max_wait, or a       starts another
 //	                   deadline ended the wait), ErrRateLimited (no
 //	                   token before the deadline, or a deadline ended
-//	                   the wait)
+//	                   the wait); a copy whose request body could not
+//	                   be produced again (GetBody failed)
 //	OutcomeCallerGone  an error after the caller's context was cancelled   not retried             neither
 //	                   or passed the caller's own deadline
 //	------------------------------------------------------------------------------------------------------------
