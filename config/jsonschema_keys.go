@@ -239,7 +239,7 @@ func (s rawSetting) redacted() Setting {
 	case !isStr || str == "":
 	case s.secret:
 		out.Value, out.Text, out.Redacted = Redacted, Redacted, true
-	case s.key == "transport.proxy_url":
+	case s.key == "transport.proxy_url" || s.key == "base_url":
 		red := middleware.RedactProxyURL(str) // userinfo as REDACTED@: a credential shows as configured
 		if red != str {
 			out.Value, out.Text, out.Redacted = red, red, true

@@ -142,6 +142,7 @@ func (r *Registry) Status() Status {
 func shownConfig(c config.ClientConfig) config.ClientConfig {
 	c.Headers = middleware.RedactHeaders(c.Headers)
 	c.Transport.ProxyURL = middleware.RedactProxyURL(c.Transport.ProxyURL)
+	c.BaseURL = middleware.RedactProxyURL(c.BaseURL) // Load rejects userinfo; Apply takes what code built
 	if c.Routes != nil {
 		routes := make(map[string]config.RouteConfig, len(c.Routes))
 		for pattern, rc := range c.Routes {

@@ -1,6 +1,6 @@
 module github.com/switchboard-http/switchboard/examples/stores
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/hashicorp/consul/api v1.19.1
