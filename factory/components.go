@@ -23,6 +23,7 @@ import (
 // route, routes."<pattern>".*: a route's layers are stateless and rebuilt,
 // its stateful components are the client's).
 const (
+	ComponentBaseURL   = "base_url"
 	ComponentTimeout   = "timeout"
 	ComponentBreaker   = "circuit_breaker"
 	ComponentBulkhead  = "bulkhead"
@@ -42,6 +43,8 @@ const (
 // state is a stateless layer, rebuilt from the new settings whenever a key
 // it covers changes.
 var components = []component{
+	// base_url resolves a host-less URL before every layer, code's too.
+	{name: ComponentBaseURL, keys: []string{"base_url"}},
 	{name: ComponentTimeout, keys: []string{"timeout"}},
 	{name: ComponentBreaker, keys: []string{"circuit_breaker"}, state: &stateful{
 		group:   groupBlock("circuit_breaker"),
