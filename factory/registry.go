@@ -229,6 +229,14 @@ func (r *Registry) first(cfg config.Config) error {
 // gets a client that follows `defaults` (and its own section as soon as a
 // reload adds one), and one WARN is logged; Lookup tells the two apart. Get
 // takes no lock and allocates nothing once the name has been seen.
+//
+// The returned *http.Client is shared: every caller of Get(name) holds the
+// same one, for the registry's life. Set no field on it (Timeout,
+// Transport, Jar, CheckRedirect): the change would reach every other
+// caller, race with them, and bypass the pipeline the registry swaps on
+// reload. To add behaviour, wrap it instead (a client of your own whose
+// Transport calls this client's Transport, or Options.Hooks) or set a
+// per-request deadline with the request's context.
 func (r *Registry) Get(name string) *http.Client {
 	if c, ok := (*r.clients.Load())[name]; ok {
 		return c
