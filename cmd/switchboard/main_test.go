@@ -131,6 +131,7 @@ func TestCommands(t *testing.T) {
 		{"explain_changed", env, []string{"explain", valid + "clients.yaml", "billing", "--changed", "--env-prefix", "SWITCHBOARD_"}, exitOK},
 		{"explain_section_changed", nil, []string{"explain", "testdata/app.yaml", "--section", "http_clients", "--changed"}, exitOK},
 		{"explain_section_changed_json", nil, []string{"explain", "testdata/app.yaml", "billing", "--section", "http_clients", "--changed", "--json"}, exitOK},
+		{"diff_section_base_url", nil, []string{"diff", "--section", "http_clients", "testdata/app.yaml", "testdata/app_failover.yaml"}, exitOK},
 		{"diff_section", nil, []string{"diff", "--section", "http_clients", "testdata/app.yaml", "testdata/app.yaml"}, exitOK},
 		{"schema_section", nil, []string{"schema", "--section", "http_clients"}, exitOK},
 
