@@ -71,3 +71,26 @@ func TestBaseURLNilIsNoLayer(t *testing.T) {
 		t.Errorf("BaseURL(nil): got a layer %T, want next itself", rt)
 	}
 }
+
+// BenchmarkBaseURL measures the resolution's cost per request: a
+// host-less URL (resolved, one request copy) and a full one (passed on).
+func BenchmarkBaseURL(b *testing.B) {
+	base, _ := url.Parse("https://billing.internal/api/")
+	next := middleware.RoundTripperFunc(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody}, nil
+	})
+	rt := middleware.BaseURL(base)(next)
+	for _, u := range []string{"v1/invoices", "https://billing.internal/api/v1/invoices"} {
+		req, _ := http.NewRequest(http.MethodGet, u, nil)
+		b.Run(u, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := rt.RoundTrip(req); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
