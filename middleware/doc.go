@@ -7,6 +7,7 @@
 // outermost first (the numbers are those of the design; the unnumbered
 // lines are the factory's and your code's):
 //
+//	    BaseURL                         base_url: a URL without a host is resolved against it
 //	    RedactErrors                    every error that leaves the pipeline is redacted
 //	    code's Outer middleware         factory.Hooks.Outer: sees each logical call
 //	    Router                          with routes: picks the route's copy of 1, 4, 5 and 7
