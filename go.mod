@@ -1,6 +1,6 @@
 module github.com/switchboard-http/switchboard
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/fsnotify/fsnotify v1.10.1
@@ -16,6 +16,7 @@ require (
 	github.com/spf13/pflag v1.1.0
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.3
+	go.yaml.in/yaml/v4 v4.0.0
 	golang.org/x/time v0.15.0
 )
 

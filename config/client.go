@@ -16,6 +16,11 @@ type ClientConfig struct {
 	// Timeout is the total deadline of one logical call, all attempts and
 	// waits included. Zero means none.
 	Timeout time.Duration `koanf:"timeout" json:"timeout"`
+	// BaseURL, when not "", is an absolute http or https URL without
+	// userinfo, query or fragment: a request whose URL has no host is
+	// resolved against it (RFC 3986) before any layer sees it. "" leaves
+	// every request as it is.
+	BaseURL string `koanf:"base_url" json:"base_url" secret:"url"`
 	// Headers are set on every request that does not already carry them.
 	// They print with sensitive values redacted (see Headers).
 	Headers Headers `koanf:"headers" json:"headers" secret:"headers"`

@@ -23,6 +23,16 @@ type Config struct {
 	// variables and flags read); equal hashes mean an identical load. Empty
 	// for a Config built in code.
 	InputHash string `koanf:"-" json:"-"`
+	// EnvIgnored lists, sorted, the env variables under Loader.EnvPrefix
+	// that are not switchboard's: only "<prefix>DEFAULTS__…" and
+	// "<prefix>CLIENTS__…" are (any case), so the service links Kubernetes
+	// injects (<PREFIX>PORT, <PREFIX>SERVICE_HOST) are left alone. Nil when
+	// none.
+	EnvIgnored []string `koanf:"-" json:"-"`
+	// Dropped lists, sorted, the env variables ("env NAME") and flags
+	// ("--set key") that named a client no layer defines and were ignored
+	// under Loader.DropUndefinedClients. Nil when none.
+	Dropped []string `koanf:"-" json:"-"`
 }
 
 // Layer names where an effective value came from. The zero value is

@@ -62,9 +62,24 @@
 // Under headers, "_" becomes "-" and the name
 // is put in canonical form: …__HEADERS__X_REQUEST_SOURCE=abc sets
 // X-Request-Source. Lists are comma-separated (…__RETRYABLE_STATUS=502,503;
-// an empty value is the empty list). A prefixed variable that names no key,
-// or whose value does not parse as the key's kind, is an error naming the
-// variable.
+// an empty value is the empty list). Only a variable whose name after the
+// prefix starts with DEFAULTS__ or CLIENTS__ (any case) is switchboard's:
+// every other one under the prefix, such as the service links Kubernetes
+// sets for a Service named like the prefix (SVC_PORT, SVC_SERVICE_HOST), is
+// ignored and listed in Config.EnvIgnored. A variable of switchboard's
+// shape that names no key, or whose value does not parse as the key's
+// kind, is an error naming the variable; one with "_" where "__" is meant
+// (SVC_CLIENTS_BILLING__TIMEOUT) is one too, with the name it meant as the
+// hint. With Loader.DropUndefinedClients (a registry's reloads) a variable
+// or flag naming an undefined client is dropped into Config.Dropped
+// instead of failing the load.
+//
+// # Section
+//
+// With Loader.Section ("http_clients") the config is read from under that
+// key path of the file and of every Source's tree, beside the
+// application's own keys; errors and Provenance give full paths and the
+// application file's lines.
 //
 // # Sources
 //

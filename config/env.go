@@ -47,11 +47,37 @@ func (st *loadState) envLayer(prefix string, environ []string, fileClients []str
 	tree := map[string]any{}
 	setBy := map[string]string{} // full path → variable
 	for _, v := range vars {
-		writeHashField(ih, "env", v.name, v.value)
 		input := "env " + v.name
-		segs, f, fe := resolveEnv(strings.Split(v.name[len(prefix):], "__"), fileClients)
+		rest := v.name[len(prefix):]
+		switch envShape(rest) {
+		case envOther:
+			// Not switchboard's (a Kubernetes service link such as
+			// SVC_PORT): ignored, and kept out of the hash, so it
+			// changes nothing.
+			st.envIgnored = append(st.envIgnored, v.name)
+			continue
+		case envSingle:
+			fe := &FieldError{Path: strings.ToLower(strings.ReplaceAll(rest, "__", ".")), Input: input,
+				Msg: "names no key: a level ends with __ (two underscores), as in " + prefix + "CLIENTS__<NAME>__<KEY>"}
+			if fix := envRepair(rest, fileClients); fix != "" {
+				fe.Hint = v.name[:len(prefix)] + fix
+			}
+			st.errs = append(st.errs, fe)
+			continue
+		}
+		writeHashField(ih, "env", v.name, v.value)
+		parts := strings.Split(rest, "__")
+		if st.dropUndefined && len(parts) > 1 && strings.EqualFold(parts[0], "clients") && !envClientDefined(parts[1], fileClients) {
+			st.dropped = append(st.dropped, input)
+			continue
+		}
+		segs, f, fe := resolveEnv(parts, fileClients)
 		if fe != nil {
 			fe.Input = input
+			// The whole name repaired beats the nearest key of one level.
+			if fix := envRepair(rest, fileClients); fix != "" {
+				fe.Hint = v.name[:len(prefix)] + fix
+			}
 			st.errs = append(st.errs, fe)
 			continue
 		}
@@ -84,7 +110,7 @@ func resolveEnv(parts []string, fileClients []string) ([]string, *field, *FieldE
 		return nil, nil, &FieldError{Path: "(none)", Msg: "names no key: want DEFAULTS__<KEY> or CLIENTS__<NAME>__<KEY>"}
 	}
 	unknown := func(hint string) *FieldError {
-		return &FieldError{Path: lowerPath, Msg: "unknown key " + lowerPath, Hint: strings.ToUpper(hint)}
+		return &FieldError{Path: lowerPath, Msg: "unknown key " + lowerPath, Hint: strings.ReplaceAll(strings.ToUpper(hint), " OR ", " or ")}
 	}
 	var segs []string
 	var rest []string
@@ -161,4 +187,80 @@ func noClient(name, hint string) *FieldError {
 		return &FieldError{Msg: "no client " + quoteShort(name), Hint: hint}
 	}
 	return &FieldError{Msg: "no client " + quoteShort(name) + " in the file or sources; define it there first"}
+}
+
+// The shapes of the rest of a prefixed variable's name (after the prefix).
+const (
+	envOurs   = iota // DEFAULTS__… or CLIENTS__… (any case): switchboard's
+	envSingle        // DEFAULTS_… or CLIENTS_…: ours with "_" where "__" is meant
+	envOther         // anything else: not switchboard's, ignored
+)
+
+// envShape tells whether rest, a variable's name after the prefix, is
+// switchboard's. Only names starting with DEFAULTS__ or CLIENTS__ are, so a
+// prefix shared with a Kubernetes Service's links (SVC_PORT,
+// SVC_SERVICE_HOST) cannot fail the load. The bare section names and a
+// single "_" after them are ours too: each is a mistake worth an error,
+// not silence.
+//
+// A name holding "__" whose first part is a typo of DEFAULTS or CLIENTS
+// (DEFAULT__TIMEOUT) is ours too, for its hint: "__" is switchboard's
+// spelling, and Kubernetes never writes it (a Service name is a DNS label).
+func envShape(rest string) int {
+	up := strings.ToUpper(rest)
+	for _, sec := range []string{"DEFAULTS", "CLIENTS"} {
+		switch {
+		case strings.HasPrefix(up, sec+"__") || up == sec:
+			return envOurs
+		case strings.HasPrefix(up, sec+"_"):
+			return envSingle
+		}
+	}
+	if first, _, ok := strings.Cut(up, "__"); ok && suggest(first, []string{"DEFAULTS", "CLIENTS"}) != "" {
+		return envOurs
+	}
+	return envOther
+}
+
+// envClientDefined reports whether part, the client part of a variable's
+// name, names a client the file or a Source defines (see envClientName).
+func envClientDefined(part string, fileClients []string) bool {
+	norm := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "-", "_")) }
+	return slices.ContainsFunc(fileClients, func(c string) bool { return norm(c) == norm(part) })
+}
+
+// envRepair returns the one variable name (after the prefix) that rest
+// spells with "_" where "__" is meant, such as CLIENTS__BILLING__RETRY__MAX_RETRIES
+// for CLIENTS_BILLING__RETRY_MAX_RETRIES, or "" when none or several do.
+// Names compare with every run of underscores as one, over every key of
+// `defaults` and of each defined client (headers aside).
+func envRepair(rest string, fileClients []string) string {
+	flat := func(s string) string {
+		s = strings.ToUpper(strings.ReplaceAll(s, "-", "_"))
+		for strings.Contains(s, "__") {
+			s = strings.ReplaceAll(s, "__", "_")
+		}
+		return s
+	}
+	want := flat(rest)
+	var found []string
+	for _, l := range keyTable {
+		if l.kind == kindStringMap {
+			continue
+		}
+		key := strings.ToUpper(strings.ReplaceAll(l.path, ".", "__"))
+		cands := []string{"DEFAULTS__" + key}
+		for _, c := range fileClients {
+			cands = append(cands, "CLIENTS__"+strings.ToUpper(strings.ReplaceAll(c, "-", "_"))+"__"+key)
+		}
+		for _, c := range cands {
+			if flat(c) == want && c != strings.ToUpper(rest) {
+				found = append(found, c)
+			}
+		}
+	}
+	if len(found) != 1 {
+		return ""
+	}
+	return found[0]
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -16,6 +17,9 @@ import (
 // out, each reported in st.errs with its line) and the client names the file
 // defines. The error is a file-level one: empty file or malformed YAML.
 func (st *loadState) fileLayer(name string, b []byte) (map[string]any, []string, error) {
+	if err := syntaxError(name, b); err != nil {
+		return nil, nil, err
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return nil, nil, fmt.Errorf("config file %s: %w", name, err)
@@ -34,6 +38,15 @@ func (st *loadState) fileLayer(name string, b []byte) (map[string]any, []string,
 	mp, err := koanfyaml.Parser().Unmarshal(b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("config file %s: %w", name, err)
+	}
+	if st.section != "" {
+		if root, err = sectionNode(root, st.section); err != nil {
+			return nil, nil, fmt.Errorf("config file %s: %w", name, err)
+		}
+		if root == nil {
+			return map[string]any{}, nil, nil
+		}
+		mp, _ = sectionOf(mp, st.section)
 	}
 	w := &fileWalker{st: st, layer: LayerFile, name: name, idx: indexYAML(root)}
 	tree, clients := w.top(mp)
@@ -56,7 +69,15 @@ func (w *fileWalker) top(mp map[string]any) (map[string]any, []string) {
 			tree["clients"] = cs
 			clients = slices.Sorted(maps.Keys(cs))
 		default:
-			w.fail(k, "unknown key", suggest(k, []string{"clients", "defaults"}))
+			hint := suggest(k, []string{"clients", "defaults"})
+			if m, ok := asMap(mp[k]); ok && hint == "" && w.st.section == "" {
+				// The application's own file, with the client config
+				// in a section: say how to read it from there.
+				if _, c := m["clients"]; c || m["defaults"] != nil {
+					hint = "Section: " + strconv.Quote(k) + " (the CLI's --section " + k + ")"
+				}
+			}
+			w.fail(k, "unknown key", hint)
 		}
 	}
 	return tree, clients
@@ -135,7 +156,7 @@ func (w *fileWalker) section(path string, f *field, v any) map[string]any {
 		}
 		c := f.children[k]
 		if c == nil {
-			w.fail(p, "unknown key", suggest(k, f.names))
+			w.fail(p, "unknown key", suggestKey(k, f.names))
 			continue
 		}
 		switch c.kind {
@@ -327,4 +348,67 @@ func indexYAML(root *yaml.Node) yamlIndex {
 	}
 	walk("", root)
 	return idx
+}
+
+// sectionNode returns the mapping node at the dotted key path section
+// under root. A missing section is an error with the nearest key of its
+// level as a hint; a null one (the key with nothing under it) is nil, an
+// empty config.
+func sectionNode(root *yaml.Node, section string) (*yaml.Node, error) {
+	n := root
+	var at []string
+	for _, seg := range strings.Split(section, ".") {
+		if n.Kind != yaml.MappingNode {
+			return nil, fmt.Errorf("line %d: %s must be a map holding the client config, got %s", n.Line, strings.Join(at, "."), nodeKind(n))
+		}
+		var keys []string
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			keys = append(keys, n.Content[i].Value)
+			if n.Content[i].Value == seg {
+				next = n.Content[i+1]
+			}
+		}
+		at = append(at, seg)
+		if next == nil {
+			msg := "no section " + strings.Join(at, ".") + " (Section)"
+			if h := suggest(seg, keys); h != "" {
+				return nil, fmt.Errorf("%s; did you mean %s?", msg, strings.Join(append(at[:len(at)-1:len(at)-1], h), "."))
+			}
+			return nil, errors.New(msg)
+		}
+		n = next
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil, nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("line %d: %s must be a map holding the client config, got %s", n.Line, section, nodeKind(n))
+	}
+	return n, nil
+}
+
+// nodeKind names what a YAML node holds, for errors (never its value).
+func nodeKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return "a value"
+	}
+	return "an alias"
+}
+
+// sectionOf returns the map at the dotted key path section of tree; ok is
+// false when some level is missing or not a map.
+func sectionOf(tree map[string]any, section string) (map[string]any, bool) {
+	m := tree
+	for _, seg := range strings.Split(section, ".") {
+		next, ok := asMap(m[seg])
+		if !ok {
+			return map[string]any{}, false
+		}
+		m = next
+	}
+	return m, true
 }

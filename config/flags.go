@@ -78,6 +78,10 @@ func (st *loadState) flagLayer(fs *pflag.FlagSet, fileClients []string, ih hash.
 	for _, s := range sets {
 		key, text, ok := strings.Cut(s, "=")
 		key = strings.TrimSpace(key)
+		if st.section != "" {
+			// The full path an error shows works as well.
+			key = strings.TrimPrefix(key, st.section+".")
+		}
 		if !ok || key == "" {
 			// The text is not shown: it may be a secret with a typo.
 			st.errs = append(st.errs, &FieldError{Path: SetFlag, Input: "--" + SetFlag, Msg: `want key=value, got no "=" or no key`})
@@ -92,6 +96,10 @@ func (st *loadState) flagLayer(fs *pflag.FlagSet, fileClients []string, ih hash.
 		segs, f, fe := resolveKey(s.key)
 		if fe == nil {
 			fe = flagClient(segs, fileClients)
+			if fe != nil && st.dropUndefined {
+				st.dropped = append(st.dropped, s.input)
+				continue
+			}
 		}
 		if fe != nil {
 			fe.Input = s.input

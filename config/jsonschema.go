@@ -31,7 +31,13 @@ const SchemaID = "https://github.com/switchboard-http/switchboard/clients.schema
 //
 // Every call returns a fresh slice with the same content. It is safe for
 // concurrent use.
-func JSONSchema() []byte {
+func JSONSchema() []byte { return JSONSchemaSection("") }
+
+// JSONSchemaSection is JSONSchema for a config kept under the key path
+// section of an application's file (Loader.Section): the client config's
+// schema sits at that path, every other key of the file is allowed and
+// unchecked. JSONSchemaSection("") is JSONSchema().
+func JSONSchemaSection(section string) []byte {
 	client := clientSectionSchema()
 	client["type"] = []string{"object", "null"}
 	client["properties"].(map[string]any)["routes"] = routesSchema(client["properties"].(map[string]any))
@@ -58,6 +64,18 @@ func JSONSchema() []byte {
 			},
 		},
 		"$defs": map[string]any{"client": client},
+	}
+	if section != "" {
+		segs := strings.Split(section, ".")
+		inner := map[string]any{"type": "object", "additionalProperties": false, "properties": s["properties"],
+			"description": "The client config (Options.Section " + strconv.Quote(section) + ")."}
+		for i := len(segs) - 1; i > 0; i-- {
+			inner = map[string]any{"type": "object", "properties": map[string]any{segs[i]: inner}, "required": []string{segs[i]}}
+		}
+		s["properties"] = map[string]any{segs[0]: inner}
+		s["required"] = []string{segs[0]}
+		s["additionalProperties"] = true
+		s["description"] = s["description"].(string) + " The client config is under " + section + "; the application's other keys are not checked."
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

@@ -9,8 +9,9 @@ package config
 const routesDoc = "Clients only. http.ServeMux patterns (\"POST /v1/charges\", \"GET /v1/reports/{id}\", an optional host, {name...}) to a route section that may set timeout, headers, retry (but not retry.budget) and hedge, merged over the client's keys key by key; the most specific pattern wins, a call that matches none runs with the client's settings. Breaker, bulkhead, rate limit, budget and transport are the client's, shared by its routes."
 
 var keyDocs = map[string]string{
-	"timeout": "Total deadline of one logical call: all attempts, backoff waits and Retry-After waits. 0 = no deadline.",
-	"headers": "Headers set on every request that does not already carry them; names are case-insensitive. Maps merge key by key with `defaults`.",
+	"timeout":  "Total deadline of one logical call: all attempts, backoff waits and Retry-After waits. 0 = no deadline.",
+	"base_url": "Absolute http or https URL (no userinfo, query or fragment) that a request URL without a host is resolved against, RFC 3986 style: \"v1/x\" under https://h/api/ is https://h/api/v1/x, \"/v1/x\" is https://h/v1/x. Routes match the resolved URL. \"\" = none: a URL without a host fails.",
+	"headers":  "Headers set on every request that does not already carry them; names are case-insensitive. Maps merge key by key with `defaults`.",
 
 	"transport.dial_timeout":            "Deadline of each TCP dial. 0 = none.",
 	"transport.keep_alive":              "TCP keep-alive period of each connection. 0 = Go's default (15s).",
@@ -80,7 +81,8 @@ var keyDocs = map[string]string{
 	"auth.basic.password":      "HTTP basic auth password. Secret: never shown.",
 	"auth.basic.password_file": "File holding the basic auth password; re-read when it changes.",
 
-	"logging.level": "Level of the one-record-per-attempt log: debug, info, or off.",
+	"logging.events": "Which events are log records: all, warn (only WARN and ERROR events), or off. An Observer (metrics, otel) gets every event regardless.",
+	"logging.level":  "Level of the one-record-per-attempt log: debug, info, or off.",
 
 	"hedge.enabled":          "Send hedged requests in place of retries (gRPC's hedgingPolicy): after delay with no answer a copy goes out; the first answer that retry would not retry wins, the others are cancelled. Only calls retry would retry are hedged; every extra copy takes a retry budget token.",
 	"hedge.delay":            "Wait for an answer before each extra copy goes out. 0 = all copies at once.",
@@ -104,6 +106,7 @@ var keyFormats = map[string]struct{ pattern, allowed string }{
 	// RFC 9110 token characters.
 	"retry.retryable_methods":       {"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", "HTTP methods"},
 	"transport.proxy_url":           {`^$|^(http|https|socks5)://[^/?#\s]+`, "http, https or socks5 URL"},
+	"base_url":                      {`^$|^[hH][tT][tT][pP][sS]?://[^/?#@\s]+[^?#\s]*$`, "http or https URL"},
 	"auth.host":                     {`^[^/?#@ ]*$`, "host[:port]"},
 	"retry.rate_limited.multiplier": {"", "0 or >= 1"},
 }

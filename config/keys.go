@@ -193,7 +193,7 @@ func resolveRel(parts []string, env bool) (segs []string, f *field, hint string,
 		}
 		c := f.children[p]
 		if c == nil {
-			return nil, nil, suggest(p, f.names), relUnknown
+			return nil, nil, suggestKey(p, f.names), relUnknown
 		}
 		segs = append(segs, p)
 		f = c

@@ -46,6 +46,25 @@ type Loader struct {
 	// Environ returns the environment as "NAME=value" entries; nil means
 	// os.Environ. Tests inject their own.
 	Environ func() []string
+	// Section, when not "", is the key path ("." between levels, such as
+	// "http_clients" or "platform.http") under which File and every Source
+	// document keep the client config, beside the application's own keys,
+	// which are ignored. Errors and Provenance then give full paths
+	// ("http_clients.clients.billing.timeout") and the application file's
+	// lines. Env and flag names do not change: a --set key may be written
+	// with or without the section. A File without the section is an error
+	// (a misspelt section would otherwise run every client on built-in
+	// defaults without a word); a Source without it contributes nothing
+	// (a store may hold only the application's keys). "" means the whole
+	// document is the client config.
+	Section string
+	// DropUndefinedClients, when true, ignores an env variable or flag
+	// that names a client no other layer defines, instead of failing the
+	// load; each one is listed in Config.Dropped. A registry sets it for
+	// its reloads, so that removing a client from the file does not need a
+	// redeploy to clear the env; at start-up such a name is an error (a
+	// typo is caught there). False means such a name is an error.
+	DropUndefinedClients bool
 }
 
 // ErrEmptyFile is matched (errors.Is) by the error Load returns when the file
@@ -62,6 +81,11 @@ type loadState struct {
 	errs    []*FieldError
 	origins map[string]Origin // full key path → where its current value came from
 	k       *koanf.Koanf
+
+	section       string   // Loader.Section
+	dropUndefined bool     // Loader.DropUndefinedClients
+	envIgnored    []string // env variables under the prefix that are not switchboard's
+	dropped       []string // inputs naming an undefined client, dropped
 }
 
 // Load reads every layer into a fresh koanf instance, merges `defaults` under
@@ -78,7 +102,8 @@ func (l Loader) Load() (Config, error) {
 // each ContextSource gets ctx, and once ctx ends no further Source is read
 // and the load fails with an error wrapping ctx's.
 func (l Loader) LoadContext(ctx context.Context) (Config, error) {
-	st := &loadState{ctx: ctx, origins: map[string]Origin{}, k: koanf.New(".")}
+	st := &loadState{ctx: ctx, origins: map[string]Origin{}, k: koanf.New("."),
+		section: l.Section, dropUndefined: l.DropUndefinedClients}
 	ih := sha256.New()
 
 	builtin := toTree(Default())
@@ -135,6 +160,9 @@ func (l Loader) LoadContext(ctx context.Context) (Config, error) {
 		return Config{}, err
 	}
 	cfg.Files = referencedFiles(l.File, cfg)
+	cfg.EnvIgnored, cfg.Dropped = st.envIgnored, st.dropped
+	slices.Sort(cfg.Dropped)
+	st.fullPaths(&cfg)
 	if len(st.errs) > 0 {
 		return Config{}, withNamedFiles(st.err(l.File), cfg.Files)
 	}
@@ -379,4 +407,38 @@ func setPath(tree map[string]any, segs []string, v any) {
 		m = next
 	}
 	m[segs[len(segs)-1]] = v
+}
+
+// fullPaths makes every key path of the load's errors and of cfg's
+// Provenance a full path of the document when the config lives in a
+// Section: "http_clients.clients.billing.timeout", as the file spells it.
+func (st *loadState) fullPaths(cfg *Config) {
+	if st.section == "" {
+		return
+	}
+	full := func(p string) string {
+		if p == "(none)" || p == SetFlag { // names no key of the document
+			return p
+		}
+		return st.section + "." + p
+	}
+	for _, fe := range st.errs {
+		fe.Path = full(fe.Path)
+		for i := range fe.about {
+			fe.about[i] = full(fe.about[i])
+		}
+	}
+	if cfg.Provenance == nil {
+		return
+	}
+	fix := func(m map[string]Origin) {
+		for k, o := range m {
+			o.Path = full(o.Path)
+			m[k] = o
+		}
+	}
+	fix(cfg.Provenance.Defaults)
+	for _, m := range cfg.Provenance.Clients {
+		fix(m)
+	}
 }

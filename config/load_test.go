@@ -198,7 +198,7 @@ func TestLoadFileErrors(t *testing.T) {
 		{"zero bytes", func(t *testing.T) string { return writeConfig(t, "") }, []string{"clients.yaml", "empty"}, config.ErrEmptyFile},
 		{"whitespace and comments", func(t *testing.T) string { return writeConfig(t, "\n  \n# nothing\n") }, []string{"clients.yaml", "empty"}, config.ErrEmptyFile},
 		{"document marker only", func(t *testing.T) string { return writeConfig(t, "---\n") }, []string{"clients.yaml", "empty"}, config.ErrEmptyFile},
-		{"invalid yaml", func(t *testing.T) string { return writeConfig(t, "clients:\n  billing: [\n") }, []string{"clients.yaml", "line"}, nil},
+		{"invalid yaml", func(t *testing.T) string { return writeConfig(t, "clients:\n  billing: [\n") }, []string{"clients.yaml:3:1: not valid YAML"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

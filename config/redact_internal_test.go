@@ -18,6 +18,7 @@ func TestSecretBearingKeysAreRedactedByTheKeyTable(t *testing.T) {
 		"auth.basic.password": redactSecret,
 		"headers":             redactHeaders,
 		"transport.proxy_url": redactURL,
+		"base_url":            redactURL,
 	}
 	got := map[string]redaction{}
 	for _, l := range keyTable {

@@ -122,7 +122,12 @@ func (st *loadState) sourceLayer(src Source, ih hash.Hash) (tree map[string]any,
 		return nil, nil, fmt.Errorf("config source %s: %w", name, err)
 	}
 	w := &fileWalker{st: st, layer: LayerSource, name: name}
-	tree, clients = w.top(normalize(raw).(map[string]any))
+	doc := normalize(raw).(map[string]any)
+	if st.section != "" {
+		// A store may hold only the application's keys: no section, nothing.
+		doc, _ = sectionOf(doc, st.section)
+	}
+	tree, clients = w.top(doc)
 	// The checked tree, in the canonical encoding of Hash: an empty list
 	// or map differs from an absent key. A tree with a bad value fails
 	// the load, so nothing it dropped could hide a change.

@@ -1,5 +1,7 @@
 package config
 
+import "strings"
+
 // suggest returns the candidate nearest to word by edit distance, or "" when
 // none is close enough to be a likely typo: at most a third of the word's
 // length (and at least 1, at most 3) edits away.
@@ -14,6 +16,26 @@ func suggest(word string, candidates []string) string {
 		}
 	}
 	return best
+}
+
+// suggestKey is suggest for a key name, which also finds a key that
+// holds word whole when no edit is close enough: "backof" is far from
+// every key by edits, but part of initial_backoff and max_backoff. Several
+// such keys are all named, "a or b"; "" when none.
+func suggestKey(word string, keys []string) string {
+	if s := suggest(word, keys); s != "" || len(word) < 4 {
+		return s
+	}
+	var found []string
+	for _, k := range keys {
+		if strings.Contains(k, word) {
+			found = append(found, k)
+		}
+	}
+	if len(found) > 3 {
+		return ""
+	}
+	return strings.Join(found, " or ")
 }
 
 // editDistance is the Levenshtein distance between a and b, counted in bytes

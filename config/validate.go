@@ -22,7 +22,8 @@ import (
 // positive breaker window), enumerations (jitter, circuit_breaker.mode and
 // scope, logging.level, tls.min_version; "" stands for the default),
 // syntax (retryable_methods and header names are HTTP tokens, proxy_url an
-// http, https or socks5 URL, auth.host a bare host[:port]), contradictions
+// http, https or socks5 URL, base_url an http or https URL with neither
+// userinfo, query nor fragment, auth.host a bare host[:port]), contradictions
 // (attempt_timeout >= timeout, initial_backoff > max_backoff, the same in
 // retry.rate_limited once its zero keys take the main ones, burst < 1
 // with a rate, a credential without auth.host, a value and its _file both
@@ -84,6 +85,7 @@ func validateClient(prefix string, c ClientConfig, strict bool) []*FieldError {
 	v := &validator{prefix: prefix}
 	validateLeaves(v, c, strict, nil)
 	validateHeaders(v, c.Headers)
+	validateBaseURL(v, c.BaseURL)
 	validateTransport(v, c.Transport)
 	validateTLS(v, c.TLS)
 	validateRetry(v, c.Retry, c.Timeout)
@@ -117,6 +119,32 @@ func validateFault(v *validator, f middleware.FaultSettings) {
 	}
 	if f.Header != "" && !isToken(f.Header) {
 		v.fail("fault.header", "must be an HTTP header name, got %s", quoteShort(f.Header))
+	}
+}
+
+// validateBaseURL checks base_url: an absolute http or https URL with a
+// host and no userinfo (a credential in a URL ends up in logs and errors:
+// use auth), no query and no fragment (RFC 3986 resolution would drop
+// them from every request with a path of its own, silently). The URL is
+// never shown: a rejected one may hold a password.
+func validateBaseURL(v *validator, s string) {
+	if s == "" {
+		return
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		v.fail("base_url", "must be an absolute http or https URL like https://billing.internal/api/")
+	case u.Scheme != "http" && u.Scheme != "https":
+		v.fail("base_url", "must be an absolute http or https URL, got scheme %s", quoteShort(u.Scheme))
+	case u.Host == "":
+		v.fail("base_url", "must be an http or https URL with a host, like https://billing.internal/api/")
+	case u.User != nil:
+		v.fail("base_url", "must not hold userinfo (user:password@): set the credential with auth")
+	case u.RawQuery != "" || u.ForceQuery:
+		v.fail("base_url", "must not hold a query (?…): resolving a request's path against it would drop it")
+	case u.Fragment != "" || strings.Contains(s, "#"):
+		v.fail("base_url", "must not hold a fragment (#…)")
 	}
 }
 

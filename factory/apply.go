@@ -91,7 +91,15 @@ func (r *Registry) load() (cfg config.Config, err error) {
 			err = fmt.Errorf("loading config panicked: %v", v)
 		}
 	}()
-	return r.loader.LoadContext(r.ctx)
+	cfg, err = r.loader.LoadContext(r.ctx)
+	if err == nil && len(cfg.Dropped) > 0 {
+		// The client was removed from the file or a Source while an env
+		// variable or flag still tunes it: that must not pin the old
+		// config until a redeploy changes the env.
+		r.log.Warn("config: ignoring env variables and flags that name a client the config no longer defines; remove them at the next deploy",
+			"inputs", cfg.Dropped)
+	}
+	return cfg, err
 }
 
 // outcome is what one attempt did, for deliver.
@@ -153,6 +161,9 @@ func (r *Registry) attempt(load func() (config.Config, error), layered bool) (ou
 	// Validate.
 	if err == nil {
 		err = cfg.Validate()
+	}
+	if err == nil {
+		err = r.required(cfg)
 	}
 	// Plan, build aside, swap.
 	var (

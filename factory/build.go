@@ -1,9 +1,11 @@
 package factory
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 
 	"github.com/switchboard-http/switchboard/config"
@@ -76,7 +78,7 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	if old == nil {
 		old = &pipeline{}
 	}
-	ev := &middleware.Events{Client: name, Logger: r.log, Observer: r.opts.Observer}
+	ev := r.events(name, "", c.Logging.Events)
 	h := r.hooks(name)
 	if retunes, err = r.stateful(p, old, cp, buildCtx{owner: name, section: sectionOf(name, in.defined), in: in, m: m, ev: ev, hooks: h}, gt); err != nil {
 		return nil, nil, err
@@ -116,11 +118,17 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 		}
 		top = middleware.Router(routes, rts, top)
 	}
-	// Every call is counted once, as its caller sees it (one atomic add),
-	// and every error that leaves the pipeline, code's own layers'
-	// included, is redacted first.
-	layers := make([]middleware.Middleware, 0, 2+len(h.Outer))
-	layers = append(layers, countCalls(p.calls), middleware.RedactErrors())
+	// Every call is counted once, as its caller sees it (one atomic add).
+	// A host-less URL is resolved against base_url before any other layer,
+	// code's own included, sees it: routes match the resolved URL. Every
+	// error that leaves the pipeline, code's own layers' included, is
+	// redacted first.
+	base, err := baseURL(c.BaseURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("client %q: %w", name, err) // Validate rejects these first
+	}
+	layers := make([]middleware.Middleware, 0, 3+len(h.Outer))
+	layers = append(layers, countCalls(p.calls), middleware.BaseURL(base), middleware.RedactErrors())
 	layers = append(layers, h.Outer...)
 	p.rt = middleware.Chain(layers...)(top)
 	return p, retunes, nil
@@ -148,7 +156,7 @@ func (r *Registry) stateful(p, old *pipeline, cp ClientPlan, b buildCtx, gt *gro
 			}
 			p.groups[comp.name] = plan.Group
 			gb := b
-			gb.owner, gb.ev, gb.hooks = plan.Group, r.events("", plan.Group), r.opts.Hooks
+			gb.owner, gb.ev, gb.hooks = plan.Group, r.events("", plan.Group, b.in.cfg.Logging.Events), r.opts.Hooks
 			f, err = comp.state.part.share(gt, groupKey{comp.name, plan.Group}, p, gb)
 		} else {
 			f, err = comp.state.part.take(plan.Change, p, old, b)
@@ -166,10 +174,11 @@ func (r *Registry) stateful(p, old *pipeline, cp ClientPlan, b buildCtx, gt *gro
 // has reports whether a component with this change exists after it.
 func has(ch Change) bool { return ch != Stopped && ch != Off }
 
-// events returns the Events of client's layers of a group's component, or
-// of the group's own component when client is "".
-func (r *Registry) events(client, group string) *middleware.Events {
-	return &middleware.Events{Client: client, Group: group, Logger: r.log, Observer: r.opts.Observer}
+// events returns the Events of client's layers (of a group's component
+// when group is not ""), or of the group's own component when client is
+// "", logging the events records (logging.events) says.
+func (r *Registry) events(client, group string, records middleware.LogEvents) *middleware.Events {
+	return &middleware.Events{Client: client, Group: group, Logger: r.log, Observer: r.opts.Observer, Records: records}
 }
 
 // take carries out one component's change: for unchanged, old; for
@@ -201,15 +210,15 @@ func (r *Registry) chain(p *pipeline, s config.RouteConfig, ev *middleware.Event
 	layers := make([]middleware.Middleware, 0, 12)
 	layers = append(layers, middleware.Timeout(s.Timeout, tmo))
 	if p.breaker != nil {
-		layers = append(layers, p.breaker.MiddlewareFor(r.events(name, p.groups[ComponentBreaker])))
+		layers = append(layers, p.breaker.MiddlewareFor(r.events(name, p.groups[ComponentBreaker], p.in.cfg.Logging.Events)))
 	}
 	if p.bulkhead != nil {
-		layers = append(layers, p.bulkhead.MiddlewareFor(r.events(name, p.groups[ComponentBulkhead])))
+		layers = append(layers, p.bulkhead.MiddlewareFor(r.events(name, p.groups[ComponentBulkhead], p.in.cfg.Logging.Events)))
 	}
 	// Every layer below retry copies a request before it writes to it, but
-	// code's attempt middleware may change theirs in place (Hooks.Attempt
-	// promises each attempt its own clone).
-	readOnly := len(h.Attempt) == 0
+	// code's attempt middleware and Options.Base may change theirs in place
+	// (Hooks.Attempt and Options.Base promise each attempt its own clone).
+	readOnly := len(h.Attempt) == 0 && r.opts.Base == nil
 	if s.Hedge.Enabled {
 		layers = append(layers, middleware.Hedge(s.Hedge, s.Retry, middleware.HedgeOptions{
 			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Latencies: p.latencies, ReadOnlyBelow: readOnly,
@@ -222,7 +231,7 @@ func (r *Registry) chain(p *pipeline, s config.RouteConfig, ev *middleware.Event
 	layers = append(layers, middleware.AttemptTimeout(s.Retry.AttemptTimeout, tmo))
 	layers = append(layers, h.Attempt...)
 	if p.limiter != nil {
-		layers = append(layers, p.limiter.MiddlewareFor(r.events(name, p.groups[ComponentRateLimit])))
+		layers = append(layers, p.limiter.MiddlewareFor(r.events(name, p.groups[ComponentRateLimit], p.in.cfg.Logging.Events)))
 	}
 	layers = append(layers, middleware.Headers(s.Headers, middleware.HeadersOptions{Events: ev}))
 	return middleware.Chain(layers...)(lower)
@@ -372,3 +381,15 @@ func (s part[T]) starter(b buildCtx) func() (T, error) {
 }
 
 func (s part[T]) retuner(in clientInput) func(T) { return func(x T) { s.retune(x, in) } }
+
+// baseURL parses base_url; nil for "".
+func baseURL(s string) (*url.URL, error) {
+	if s == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || !u.IsAbs() || u.Host == "" {
+		return nil, errors.New("base_url: must be an absolute http or https URL")
+	}
+	return u, nil
+}

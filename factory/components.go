@@ -16,7 +16,8 @@ import (
 // stateful component is one row here, its field in pipeline and its layer
 // in chain; docs/architecture.md has the checklist.
 
-// The components of a pipeline, in pipeline order, as ComponentPlan names
+// The components of a pipeline, in pipeline order (but base_url, listed
+// last though it runs first), as ComponentPlan names
 // them. Each covers the keys under the key path of the same name, except
 // "retry" (retry.* but not retry.budget.*), "budget" (retry.budget.*) and
 // "transport" (transport.* and tls.*) and "routes" (every key of every
@@ -36,6 +37,7 @@ const (
 	ComponentFault     = "fault"
 	ComponentTransport = "transport"
 	ComponentRoutes    = "routes"
+	ComponentBaseURL   = "base_url" // outermost, but listed last (see components)
 )
 
 // components lists every component in pipeline order. A row without
@@ -131,6 +133,11 @@ var components = []component{
 			},
 		}},
 	{name: ComponentRoutes, keys: []string{"routes"}},
+	// base_url resolves a host-less URL before every layer, code's too:
+	// it runs first, but is listed last, so that the components added
+	// before it keep their places in ClientPlan.Components for code that
+	// indexes them.
+	{name: ComponentBaseURL, keys: []string{"base_url"}},
 }
 
 // Stateful reports whether the named component (one of the Component…

@@ -15,8 +15,8 @@
 //
 // Each client's pipeline, outermost first (see package middleware):
 //
-//	call counts → error redaction → Hooks.Outer → timeout → breaker → bulkhead
-//	  → retry (+budget) → attempt timeout → Hooks.Attempt → rate limit
+//	call counts → base_url → error redaction → Hooks.Outer → timeout → breaker
+//	  → bulkhead → retry (+budget) → attempt timeout → Hooks.Attempt → rate limit
 //	  → headers → host-pinned auth → per-attempt logging → base *http.Transport
 //
 // Secret and TLS files named by the config (auth.bearer_token_file,

@@ -21,7 +21,30 @@ type Options struct {
 	// NoWatch turns the file watcher off; Reload still re-reads every layer.
 	NoWatch bool
 	// EnvPrefix, such as "SWITCHBOARD_", turns on the env layer; "" = none.
+	// Only the variables named <EnvPrefix>DEFAULTS__… and
+	// <EnvPrefix>CLIENTS__… (any case) are switchboard's: the others under
+	// the prefix, such as the service links Kubernetes sets for a Service
+	// named like it (SVC_PORT, SVC_SERVICE_HOST), are ignored, and Open
+	// lists their names in one DEBUG record. A variable naming a client no
+	// layer defines fails Open (a typo is caught at start-up); at a reload
+	// it is ignored, with one WARN per reload naming it, so that removing a
+	// client from the file never needs a redeploy to clear the env. Flags
+	// (--set clients.<name>.…) follow the same rule.
 	EnvPrefix string
+	// Section, when not "", is the key path ("." between levels) under
+	// which File and every Source document keep the client config, beside
+	// the application's own keys, which are ignored: "http_clients" reads
+	// http_clients.defaults and http_clients.clients. Errors, provenance
+	// and Status speak of full paths and of the lines of the application's
+	// file. Env and flag names do not change. A File without the section
+	// fails Open and rejects a reload; see config.Loader.Section. "" means
+	// the whole file is the client config. Open reads it; New ignores it.
+	Section string
+	// Require lists the client names the code depends on: Open and New
+	// fail, and a reload or Apply is rejected, when the config does not
+	// define one of them (errors.Is(err, ErrRequiredClient)). Nil means
+	// none; Get of an undefined name then follows defaults, as always.
+	Require []string
 	// Flags, when not nil, is the flag layer: `--set key=value` (see
 	// config.RegisterFlags) and flags named like key paths. Parse it first.
 	Flags *pflag.FlagSet

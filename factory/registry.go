@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +22,24 @@ import (
 // through the *url.Error of http.Client), those handed out before Close
 // and those Get returns after it alike.
 var ErrClosed = errors.New("factory: registry closed")
+
+// ErrRequiredClient is matched (errors.Is) by the error of Open, New, Apply
+// and Reload when the config does not define a client of Options.Require.
+var ErrRequiredClient = errors.New("factory: a required client is not defined")
+
+// required checks that cfg defines every client of Options.Require.
+func (r *Registry) required(cfg config.Config) error {
+	var missing []string
+	for _, name := range r.opts.Require {
+		if _, ok := cfg.Clients[name]; !ok {
+			missing = append(missing, strconv.Quote(name))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the code depends on %s (Options.Require), which the config does not define", ErrRequiredClient, strings.Join(missing, ", "))
+}
 
 // ErrNoSource is returned by Reload on a registry made by New, which has no
 // layers to re-read; use Apply.
@@ -96,7 +116,7 @@ func Open(ctx context.Context, o Options) (*Registry, error) {
 		return nil, fmt.Errorf("factory: open: %w", err)
 	}
 	sources := newSourceSet(o.Sources)
-	l := &config.Loader{File: o.File, Sources: sources.wrapped(), EnvPrefix: o.EnvPrefix, Flags: o.Flags, Environ: o.Environ}
+	l := &config.Loader{File: o.File, Sources: sources.wrapped(), EnvPrefix: o.EnvPrefix, Flags: o.Flags, Environ: o.Environ, Section: o.Section}
 	r := newRegistry(o)
 	r.loader, r.sources = l, sources
 	// Every file is watched from before it is read: an edit made while Open
@@ -117,6 +137,14 @@ func Open(ctx context.Context, o Options) (*Registry, error) {
 		err = r.first(cfg)
 	}
 	if err == nil {
+		if len(cfg.EnvIgnored) > 0 {
+			r.log.Debug("env variables under the prefix are not switchboard's (only "+o.EnvPrefix+"DEFAULTS__… and "+o.EnvPrefix+"CLIENTS__… are): ignored",
+				"names", cfg.EnvIgnored)
+		}
+		// From now on an override of a client the config stops defining
+		// is dropped with a WARN (see load), not a rejected reload. No
+		// reload runs before Open returns, so nothing reads l meanwhile.
+		l.DropUndefinedClients = true
 		sources.open(r.log)
 		err = r.watchSources()
 	}
@@ -186,6 +214,9 @@ func newRegistry(o Options) *Registry {
 
 // first commits the registry's first generation, from cfg.
 func (r *Registry) first(cfg config.Config) error {
+	if err := r.required(cfg); err != nil {
+		return err
+	}
 	_, g, plans, _, err := r.commit(cfg, false)
 	if err != nil {
 		return err
@@ -205,6 +236,14 @@ func (r *Registry) first(cfg config.Config) error {
 // gets a client that follows `defaults` (and its own section as soon as a
 // reload adds one), and one WARN is logged; Lookup tells the two apart. Get
 // takes no lock and allocates nothing once the name has been seen.
+//
+// The returned *http.Client is shared: every caller of Get(name) holds the
+// same one, for the registry's life. Set no field on it (Timeout,
+// Transport, Jar, CheckRedirect): the change would reach every other
+// caller, race with them, and bypass the pipeline the registry swaps on
+// reload. To add behaviour, wrap it instead (a client of your own whose
+// Transport calls this client's Transport, or Options.Hooks) or set a
+// per-request deadline with the request's context.
 func (r *Registry) Get(name string) *http.Client {
 	if c, ok := (*r.clients.Load())[name]; ok {
 		return c

@@ -8,6 +8,7 @@
 // lines are the factory's and your code's):
 //
 //	    call counts                     the factory's: one atomic add per call, by Classify's outcome (Status)
+//	    BaseURL                         base_url: a URL without a host is resolved against it
 //	    RedactErrors                    every error that leaves the pipeline is redacted
 //	    code's Outer middleware         factory.Hooks.Outer: sees each logical call
 //	    Router                          with routes: picks the route's copy of 1, 4, 5 and 7
@@ -61,7 +62,8 @@
 //	                   ErrBulkheadFull (no slot within max_wait, or a       starts another
 //	                   deadline ended the wait), ErrRateLimited (no
 //	                   token before the deadline, or a deadline ended
-//	                   the wait)
+//	                   the wait); a copy whose request body could not
+//	                   be produced again (GetBody failed)
 //	OutcomeCallerGone  an error after the caller's context was cancelled   not retried             neither
 //	                   or passed the caller's own deadline
 //	------------------------------------------------------------------------------------------------------------

@@ -65,6 +65,9 @@ type Events struct {
 	Group    string       // set for the events of a component shared by a group
 	Logger   *slog.Logger // nil: no log records
 	Observer Observer     // nil: no observer
+	// Records is which events become records of Logger (logging.events);
+	// "" means EventsAll. The Observer gets every event regardless.
+	Records LogEvents
 }
 
 // Emit logs e at level with its `event` attribute and hands it to the observer.
@@ -78,10 +81,21 @@ func (ev *Events) Emit(ctx context.Context, level slog.Level, e Event) {
 	if ev.Observer != nil {
 		ev.Observer.OnEvent(ctx, e)
 	}
-	if ev.Logger == nil || !ev.Logger.Enabled(ctx, level) {
+	if !ev.logs(ctx, level) {
 		return
 	}
 	ev.Logger.LogAttrs(ctx, level, e.Name, e.Attrs()...)
+}
+
+// logs reports whether an event at level becomes a record of the logger.
+func (ev *Events) logs(ctx context.Context, level slog.Level) bool {
+	switch {
+	case ev.Logger == nil || ev.Records == EventsOff:
+		return false
+	case ev.Records == EventsWarn && level < slog.LevelWarn:
+		return false
+	}
+	return ev.Logger.Enabled(ctx, level)
 }
 
 // Attrs returns e as the attributes of its slog record: event and client
@@ -126,5 +140,5 @@ func (e Event) Attrs() []slog.Attr {
 // on reports whether Emit would do anything at level, so that callers can
 // skip building an Event (redacting its URL and error) that nobody receives.
 func (ev *Events) on(ctx context.Context, level slog.Level) bool {
-	return ev != nil && (ev.Observer != nil || (ev.Logger != nil && ev.Logger.Enabled(ctx, level)))
+	return ev != nil && (ev.Observer != nil || ev.logs(ctx, level))
 }

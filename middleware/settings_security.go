@@ -50,7 +50,24 @@ const (
 type LoggingSettings struct {
 	// Level is debug, info or off.
 	Level LogLevel `koanf:"level" json:"level" enum:"debug,info,off"`
+	// Events is which events become slog records: all, warn or off.
+	Events LogEvents `koanf:"events" json:"events" enum:"all,warn,off"`
 }
 
-// DefaultLoggingSettings returns the built-in logging settings (debug).
-func DefaultLoggingSettings() LoggingSettings { return LoggingSettings{Level: LogDebug} }
+// LogEvents is the `logging.events` of a client: which of its events (see
+// Event) are slog records. An Observer, and the otel integration through
+// it, gets every event whatever it says: it quiets the log, not the
+// metrics. The zero value "" means EventsAll.
+type LogEvents string
+
+// The values of logging.events.
+const (
+	EventsAll  LogEvents = "all"  // every event, at its level (retry.attempt is INFO)
+	EventsWarn LogEvents = "warn" // only the events at WARN or ERROR (retry.exhausted, circuit.opened, …)
+	EventsOff  LogEvents = "off"  // none
+)
+
+// DefaultLoggingSettings returns the built-in logging settings (debug, all).
+func DefaultLoggingSettings() LoggingSettings {
+	return LoggingSettings{Level: LogDebug, Events: EventsAll}
+}

@@ -39,7 +39,7 @@ type diffClient struct {
 }
 
 func runDiff(args, env []string, stdout, stderr io.Writer) int {
-	lf := newFlags("diff", "diff OLD NEW [--env-prefix PREFIX] [--set key=value ...] [--json]", diffAbout, stderr)
+	lf := newFlags("diff", "diff OLD NEW [--section PATH] [--env-prefix PREFIX] [--set key=value ...] [--json]", diffAbout, stderr)
 	pos, code, stop := parse(lf.fs, args, 2, 2, stdout, stderr)
 	if stop {
 		return code

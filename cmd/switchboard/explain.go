@@ -14,6 +14,9 @@ built-in, file:line, env VAR or flag. A client key inherited from the defaults s
 names the defaults key it came from. Secrets (auth.bearer_token, auth.basic.password,
 sensitive header values, a proxy URL's password and tokens) read REDACTED.
 
+With --changed, only the keys whose value differs from the built-in default are shown,
+with where that value came from: what the file, env and flags changed.
+
 A CLIENT the file does not define is shown as code would get it from Registry.Get:
 following defaults.
 
@@ -21,6 +24,8 @@ Examples:
   switchboard explain clients.yaml
   switchboard explain clients.yaml billing --env-prefix SWITCHBOARD_
   switchboard explain clients.yaml billing --json
+  switchboard explain clients.yaml billing --changed
+  switchboard explain config.yaml --section http_clients
 `
 
 // explainClient is one client in explain's --json output.
@@ -41,7 +46,8 @@ type explainSetting struct {
 }
 
 func runExplain(args, env []string, stdout, stderr io.Writer) int {
-	lf := newFlags("explain", "explain FILE [CLIENT] [--env-prefix PREFIX] [--set key=value ...] [--json]", explainAbout, stderr)
+	lf := newFlags("explain", "explain FILE [CLIENT] [--changed] [--section PATH] [--env-prefix PREFIX] [--set key=value ...] [--json]", explainAbout, stderr)
+	changed := lf.fs.Bool("changed", false, "show only the keys whose value differs from the built-in default")
 	pos, code, stop := parse(lf.fs, args, 1, 2, stdout, stderr)
 	if stop {
 		return code
@@ -60,7 +66,11 @@ func runExplain(args, env []string, stdout, stderr io.Writer) int {
 	}
 	out := make([]explainClient, 0, len(names))
 	for _, name := range names {
-		out = append(out, explain(cfg, name))
+		ec := explain(cfg, name)
+		if *changed {
+			ec.Settings = changedOnly(ec.Settings)
+		}
+		out = append(out, ec)
 	}
 	if lf.json {
 		writeJSON(stdout, struct {
@@ -73,10 +83,15 @@ func runExplain(args, env []string, stdout, stderr io.Writer) int {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		if c.Defined {
+		if c.Defined && lf.section != "" {
+			fmt.Fprintf(stdout, "client %s (%s.clients.%s)\n", c.Name, lf.section, c.Name)
+		} else if c.Defined {
 			fmt.Fprintf(stdout, "client %s\n", c.Name)
 		} else {
 			fmt.Fprintf(stdout, "client %s (not defined in %s: Registry.Get(%q) follows defaults)\n", c.Name, file, c.Name)
+		}
+		if *changed && len(c.Settings) == 0 {
+			fmt.Fprintln(stdout, "  (every key at its built-in default)")
 		}
 		rows := make([][]string, 0, len(c.Settings))
 		for _, s := range c.Settings {
@@ -106,4 +121,21 @@ func explain(cfg config.Config, name string) explainClient {
 		})
 	}
 	return ec
+}
+
+// changedOnly returns the settings whose value differs from the built-in
+// default's (config.Default), keys the defaults lack (a header, a route's)
+// included.
+func changedOnly(settings []explainSetting) []explainSetting {
+	builtin := map[string]string{}
+	for _, s := range config.Default().Settings() {
+		builtin[s.Key] = s.Text
+	}
+	var out []explainSetting
+	for _, s := range settings {
+		if text, ok := builtin[s.Key]; !ok || text != s.text {
+			out = append(out, s)
+		}
+	}
+	return out
 }

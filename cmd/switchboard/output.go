@@ -20,6 +20,7 @@ type layerFlags struct {
 	fs        *pflag.FlagSet
 	envPrefix string
 	env       []string // --env NAME=VALUE, on top of the real environment
+	section   string   // --section: the key path of the client config in the file
 	json      bool
 }
 
@@ -35,6 +36,7 @@ func newFlags(name, synopsis, about string, stderr io.Writer) *layerFlags {
 	lf.fs.SortFlags = false
 	lf.fs.StringVar(&lf.envPrefix, "env-prefix", "", `add the env layer: read the variables starting with this prefix, e.g. SWITCHBOARD_ (as the service's Options.EnvPrefix)`)
 	lf.fs.StringArrayVar(&lf.env, "env", nil, `add a variable to the env layer as if the service's environment had it, as NAME=VALUE (repeatable; implies --env-prefix `+defaultEnvPrefix+` unless given), e.g. --env SWITCHBOARD_CLIENTS__BILLING__TIMEOUT=2s`)
+	lf.fs.StringVar(&lf.section, "section", "", `read the client config from under this key path of the file, e.g. http_clients (as the service's Options.Section)`)
 	config.RegisterFlags(lf.fs)
 	lf.fs.BoolVar(&lf.json, "json", false, "print JSON for machines instead of text")
 	lf.fs.Usage = usageFunc(lf.fs, synopsis, about)
@@ -83,12 +85,25 @@ func parse(fs *pflag.FlagSet, args []string, minArgs, maxArgs int, stdout, stder
 }
 
 // badEnv reports a malformed --env on stderr, with the usage: a usage error
-// (exit 2), found before anything is checked.
+// (exit 2), found before anything is checked. An --env whose name does not
+// start with the prefix in force is one too: the env layer would ignore
+// it, and a CI gate would pass a value it never checked.
 func (lf *layerFlags) badEnv(stderr io.Writer) bool {
+	prefix := lf.prefix()
 	for _, kv := range lf.env {
-		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
 			// The text is not shown: it may hold a secret.
 			fmt.Fprintf(stderr, "switchboard %s: --env: want NAME=VALUE, got no \"=\" or no name\n\n", lf.fs.Name())
+			lf.fs.Usage()
+			return true
+		}
+		if len(name) < len(prefix) || !strings.EqualFold(name[:len(prefix)], prefix) {
+			how := "give --env-prefix to name another"
+			if lf.envPrefix != "" {
+				how = "as --env-prefix says"
+			}
+			fmt.Fprintf(stderr, "switchboard %s: --env %s: does not start with the env prefix %s (%s); it would be ignored\n\n", lf.fs.Name(), name, prefix, how)
 			lf.fs.Usage()
 			return true
 		}
@@ -96,18 +111,25 @@ func (lf *layerFlags) badEnv(stderr io.Writer) bool {
 	return false
 }
 
+// prefix returns the env prefix in force: --env-prefix, or with --env and
+// no --env-prefix, defaultEnvPrefix.
+func (lf *layerFlags) prefix() string {
+	if lf.envPrefix == "" && len(lf.env) > 0 {
+		return defaultEnvPrefix
+	}
+	return lf.envPrefix
+}
+
 // load reads file with the layers the flags ask for, as the service would.
 // Variables given with --env come after the real ones, so they win.
 func (lf *layerFlags) load(file string, env []string) (config.Config, error) {
-	prefix := lf.envPrefix
+	prefix := lf.prefix()
 	if len(lf.env) > 0 { // well-formed: badEnv ran first
-		if prefix == "" {
-			prefix = defaultEnvPrefix
-		}
 		env = append(slices.Clip(env), lf.env...)
 	}
 	return config.Loader{
 		File:      file,
+		Section:   lf.section,
 		EnvPrefix: prefix,
 		Flags:     lf.fs,
 		Environ:   func() []string { return env },
@@ -209,7 +231,7 @@ func describeOrigin(o config.Origin, ok bool, inherited bool) string {
 	default:
 		return "built-in"
 	}
-	if inherited && strings.HasPrefix(o.Path, "defaults.") {
+	if inherited && (strings.HasPrefix(o.Path, "defaults.") || strings.Contains(o.Path, ".defaults.")) {
 		s += " (" + o.Path + ")"
 	}
 	return s

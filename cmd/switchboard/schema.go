@@ -25,7 +25,8 @@ func runSchema(args, _ []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("schema", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	markdown := fs.Bool("markdown", false, "print the key reference as a Markdown table instead (docs/reference.md's)")
-	fs.Usage = usageFunc(fs, "schema [--markdown]", schemaAbout)
+	section := fs.String("section", "", "the schema of an application's file keeping the client config under this key path, e.g. http_clients (as Options.Section)")
+	fs.Usage = usageFunc(fs, "schema [--markdown] [--section PATH]", schemaAbout)
 	if _, code, stop := parse(fs, args, 0, 0, stdout, stderr); stop {
 		return code
 	}
@@ -33,6 +34,6 @@ func runSchema(args, _ []string, stdout, stderr io.Writer) int {
 		io.WriteString(stdout, config.Reference())
 		return exitOK
 	}
-	stdout.Write(config.JSONSchema())
+	stdout.Write(config.JSONSchemaSection(*section))
 	return exitOK
 }

@@ -16,7 +16,11 @@ variable, flag or Source that set it, and for a typo the nearest valid key. All 
 are reported together, sorted by line.
 
 With --env-prefix the real environment's variables with that prefix are read too, and
-each --set overrides one key, exactly as the service's env and flag layers do.
+each --set overrides one key, exactly as the service's env and flag layers do. Each
+--env NAME=VALUE adds a variable; a NAME that does not start with the prefix in force
+(--env-prefix, else SWITCHBOARD_) is a usage error, since the service would ignore it.
+With --section PATH the client config is read from under that key of FILE, the
+application's own config file (as the service's Options.Section).
 
 Exit codes, for CI and pre-commit hooks:
   0  valid (warnings, if any, do not fail)
@@ -30,6 +34,7 @@ Examples:
   switchboard validate clients.yaml --env-prefix SWITCHBOARD_
   switchboard validate clients.yaml --set clients.billing.timeout=2s --json
   switchboard validate deploy/clients.yaml || exit 1     # a CI step
+  switchboard validate config.yaml --section http_clients --env-prefix SVC_ --env SVC_CLIENTS__BILLING__TIMEOUT=2s
 `
 
 // validateSchema is the JSON Schema of validate's --json output
@@ -49,7 +54,7 @@ type validateResult struct {
 }
 
 func runValidate(args, env []string, stdout, stderr io.Writer) int {
-	lf := newFlags("validate", "validate FILE [--env-prefix PREFIX] [--set key=value ...] [--json] | --json-schema", validateAbout, stderr)
+	lf := newFlags("validate", "validate FILE [--section PATH] [--env-prefix PREFIX] [--set key=value ...] [--json] | --json-schema", validateAbout, stderr)
 	schema := lf.fs.Bool("json-schema", false, "print the JSON Schema (draft 2020-12) of the --json output and exit")
 	pos, code, stop := parse(lf.fs, args, 0, 1, stdout, stderr)
 	if stop {

@@ -1,6 +1,6 @@
 module github.com/switchboard-http/switchboard/examples/stores
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/hashicorp/consul/api v1.19.1
@@ -36,6 +36,7 @@ require (
 	github.com/rhnvrm/simples3 v0.8.4 // indirect
 	github.com/spf13/pflag v1.1.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.3 // indirect
+	go.yaml.in/yaml/v4 v4.0.0 // indirect
 	golang.org/x/sys v0.32.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 )
