@@ -386,25 +386,76 @@ var errNoStore = errors.New("no quota store (factory.Options.Quotas) is set")
 // fails (then on_store_error applies).
 func (l *RateLimit) fleetWait(req *http.Request, q *quotaSettings, tenant string, ev *Events) error {
 	ctx := req.Context()
+	if ctx.Err() != nil {
+		return l.cutFleet(ctx, q, 0)
+	}
 	key := storeKey(q, tenant)
+	b := l.fallback.get(tenant)
+	dec, err := l.decide(ctx, q, key)
+	if err != nil {
+		if ctx.Err() != nil { // the request ended, not the store
+			return l.cutFleet(ctx, q, 0)
+		}
+		return l.storeFailed(req, q, tenant, err, ev)
+	}
+	l.storeAnswered(ctx, q, ev)
+	if dec.Allowed {
+		b.lim.AllowN(time.Now(), 1) // keeps the fallback warm
+		return nil
+	}
+	d := max(dec.RetryAfter, time.Millisecond)
+	what := "the next token of the fleet quota"
+	if dec.Paused {
+		what = "a pause the server asked for"
+		l.emit(ctx, ev, slog.LevelDebug, req, q, EventRateLimitPaused, d, nil)
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Add(d).Before(dl) {
+		return l.sleep(req, q, d, what, ev) // refuses at once
+	}
+	// The store reserves nothing: every waiter would wake when the store
+	// said and ask again, all at once. In this process one waiter per
+	// quota asks at a time (its turn) and the others queue behind it, so
+	// a process sends about one decision per token plus one per wait,
+	// however many attempts wait.
 	var waited time.Duration
+	select {
+	case b.turn <- struct{}{}: // nobody waits: wait what the store said
+		if err := l.sleep(req, q, d, what, ev); err != nil {
+			b.endTurn()
+			return err
+		}
+		waited = d
+	default: // another waiter asks: queue, then ask at once
+		began := time.Now()
+		if !b.takeTurn(ctx) {
+			return l.cutFleet(ctx, q, time.Since(began))
+		}
+		waited = time.Since(began)
+	}
+	defer b.endTurn()
+	return l.fleetTurn(req, q, key, tenant, b, &waited, ev)
+}
+
+// fleetTurn asks the store for key's token while holding b's turn,
+// waiting what the store says between asks, until it allows, the
+// deadline cannot be met, or the store fails.
+func (l *RateLimit) fleetTurn(req *http.Request, q *quotaSettings, key, tenant string, b *bucket, waited *time.Duration, ev *Events) error {
+	ctx := req.Context()
 	for {
 		if ctx.Err() != nil {
-			return l.cutFleet(ctx, q, waited)
+			return l.cutFleet(ctx, q, *waited)
 		}
 		dec, err := l.decide(ctx, q, key)
 		if err != nil {
-			if ctx.Err() != nil { // the request ended, not the store
-				return l.cutFleet(ctx, q, waited)
+			if ctx.Err() != nil {
+				return l.cutFleet(ctx, q, *waited)
 			}
 			return l.storeFailed(req, q, tenant, err, ev)
 		}
 		l.storeAnswered(ctx, q, ev)
 		if dec.Allowed {
-			l.fallback.get(tenant).lim.AllowN(time.Now(), 1) // keeps the fallback warm
-			if waited > 0 {
-				l.emit(ctx, ev, slog.LevelDebug, req, q, EventRateLimitWaited, waited, nil)
-			}
+			b.lim.AllowN(time.Now(), 1) // keeps the fallback warm
+			l.emit(ctx, ev, slog.LevelDebug, req, q, EventRateLimitWaited, *waited, nil)
 			return nil
 		}
 		d := max(dec.RetryAfter, time.Millisecond)
@@ -416,7 +467,7 @@ func (l *RateLimit) fleetWait(req *http.Request, q *quotaSettings, tenant string
 		if err := l.sleep(req, q, d, what, ev); err != nil {
 			return err
 		}
-		waited += d
+		*waited += d
 	}
 }
 
@@ -563,12 +614,28 @@ func refused(lim *rate.Limiter, d, left time.Duration, hasDeadline bool) error {
 		ErrRateLimited, why, float64(lim.Limit()), lim.Burst())
 }
 
-// bucket is one quota of this process: its token bucket and its pause.
+// bucket is one quota of this process: its token bucket, its pause and,
+// for a fleet quota, the turn of its waiters.
 type bucket struct {
 	lim    *rate.Limiter
 	paused atomic.Int64 // unix nanoseconds the pause ends at; 0: none
 	tenant string
+	turn   chan struct{} // holds a value while a waiter asks the store
 }
+
+// takeTurn waits until no other waiter of b asks the store, or ctx ends
+// (false).
+func (b *bucket) takeTurn(ctx context.Context) bool {
+	select {
+	case b.turn <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// endTurn lets the next waiter of b ask the store.
+func (b *bucket) endTurn() { <-b.turn }
 
 // pause extends b's pause to until (the longest wins).
 func (b *bucket) pause(until time.Time) {
@@ -606,7 +673,7 @@ func (bs *buckets) get(tenant string) *bucket {
 		if b := bs.main.Load(); b != nil {
 			return b
 		}
-		b := &bucket{lim: rate.NewLimiter(bs.r, bs.burst)}
+		b := &bucket{lim: rate.NewLimiter(bs.r, bs.burst), turn: make(chan struct{}, 1)}
 		bs.main.Store(b)
 		return b
 	}
@@ -622,7 +689,7 @@ func (bs *buckets) get(tenant string) *bucket {
 		delete(bs.tenants, last.Value.(*bucket).tenant)
 		bs.order.Remove(last)
 	}
-	b := &bucket{lim: rate.NewLimiter(bs.r, bs.burst), tenant: tenant}
+	b := &bucket{lim: rate.NewLimiter(bs.r, bs.burst), tenant: tenant, turn: make(chan struct{}, 1)}
 	bs.tenants[tenant] = bs.order.PushFront(b)
 	return b
 }

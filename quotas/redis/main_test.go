@@ -53,15 +53,26 @@ func startRedis(t testing.TB) *redisserver.Server {
 	return s
 }
 
-// newClient returns a go-redis client of addr, closed when t ends. Its
-// PoolSize is above the decisions in flight during an outage, so go-redis
-// dials on each decision rather than once a second (its dial
-// short-circuit): a restarted Redis serves the next decision.
+// newClient returns a go-redis client of addr, closed when t ends, set as
+// docs/quotas.md advises (clientOptions).
 func newClient(t testing.TB, addr string) *redis.Client {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1000})
+	rdb := redis.NewClient(clientOptions(addr))
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
+}
+
+// clientOptions are go-redis options for a quota store, as docs/quotas.md
+// advises: ContextTimeoutEnabled (without it go-redis ignores the
+// context's deadline on a hung connection, and store_timeout cannot
+// bound a decision), no command retries and one dial per attempt (a failed decision
+// fails fast and on_store_error applies, rather than spending all of
+// store_timeout on retries), and a PoolSize above the decisions in flight
+// during an outage, so that go-redis dials on each decision rather than
+// once a second (its dial short-circuit): a restarted Redis serves the
+// next decision.
+func clientOptions(addr string) *redis.Options {
+	return &redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1, PoolSize: 1000}
 }
 
 // The environment of a child process (one member of a fleet).
@@ -81,15 +92,17 @@ type tally struct {
 	Admitted, Refused, Failed int64
 	// MaxRefusal is the longest a refused call took.
 	MaxRefusal time.Duration
+	// FirstFailure is the error of a call that failed otherwise.
+	FirstFailure string `json:",omitempty"`
 }
 
-// drive sends GETs to url through c at perSecond, each with a 50ms
-// deadline, from start for dur, each in its own goroutine (a load
+// drive sends GETs to url through c at perSecond, each with deadline, from start for dur, each in its own goroutine (a load
 // generator, not the library), with header X-Proc id and, if tenant is
 // not "", X-Tenant-ID tenant.
-func drive(c *http.Client, url, id, tenant string, perSecond float64, start time.Time, dur time.Duration) tally {
+func drive(c *http.Client, url, id, tenant string, perSecond float64, deadline time.Duration, start time.Time, dur time.Duration) tally {
 	time.Sleep(time.Until(start))
 	var t tally
+	var firstFailure sync.Once
 	var maxRefusal atomic.Int64
 	tick := time.NewTicker(time.Duration(float64(time.Second) / perSecond))
 	defer tick.Stop()
@@ -100,7 +113,7 @@ func drive(c *http.Client, url, id, tenant string, perSecond float64, start time
 			break
 		}
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			defer cancel()
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 			req.Header.Set("X-Proc", id)
@@ -121,6 +134,7 @@ func drive(c *http.Client, url, id, tenant string, perSecond float64, start time
 				}
 			default:
 				atomic.AddInt64(&t.Failed, 1)
+				firstFailure.Do(func() { t.FirstFailure = err.Error() })
 			}
 		})
 	}
@@ -134,7 +148,7 @@ func drive(c *http.Client, url, id, tenant string, perSecond float64, start time
 // "vendor" and prints its tally as JSON.
 func runChild() int {
 	id := os.Getenv(childEnv)
-	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(redisEnv), PoolSize: 1000})
+	rdb := redis.NewClient(clientOptions(os.Getenv(redisEnv)))
 	defer rdb.Close()
 	reg, err := factory.Open(context.Background(), factory.Options{File: os.Getenv(configEnv), NoWatch: true,
 		Quotas: redisquota.New(rdb, redisquota.Options{})})
@@ -146,7 +160,7 @@ func runChild() int {
 	startNs, _ := strconv.ParseInt(os.Getenv(startEnv), 10, 64)
 	dur, _ := time.ParseDuration(os.Getenv(forEnv))
 	rate, _ := strconv.ParseFloat(os.Getenv(rateEnv), 64)
-	t := drive(reg.Get("vendor"), os.Getenv(urlEnv), id, "", rate, time.Unix(0, startNs), dur)
+	t := drive(reg.Get("vendor"), os.Getenv(urlEnv), id, "", rate, 50*time.Millisecond, time.Unix(0, startNs), dur)
 	if err := json.NewEncoder(os.Stdout).Encode(t); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

@@ -12,7 +12,8 @@
 // redis.UniversalClient: a *redis.Client, *redis.ClusterClient or
 // *redis.Ring) they live on one node and the round trip stays one.
 //
-//	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
+//	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"},
+//		ContextTimeoutEnabled: true, MaxRetries: -1})
 //	reg, err := factory.Open(factory.Options{File: "clients.yaml",
 //		Quotas: redisquota.New(rdb, redisquota.Options{})})
 //
@@ -54,8 +55,13 @@ type Store struct {
 var _ middleware.QuotaStore = (*Store)(nil)
 
 // New returns a Store on rdb (a *redis.Client, *redis.ClusterClient,
-// *redis.Ring or a failover client). Closing rdb is the caller's. The
-// Store is safe for concurrent use.
+// *redis.Ring or a failover client). Closing rdb is the caller's. Create
+// rdb with ContextTimeoutEnabled: true: without it go-redis ignores a
+// context's deadline on a hung connection (its ReadTimeout rules, 3s by
+// default), and rate_limit.store_timeout cannot bound a decision. With
+// MaxRetries: -1 a failed decision fails at once (on_store_error then
+// applies) instead of retrying within store_timeout. The Store is safe
+// for concurrent use.
 func New(rdb redis.UniversalClient, o Options) *Store {
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix

@@ -150,3 +150,20 @@ func (s *Server) Port() int {
 	n, _ := strconv.Atoi(p)
 	return n
 }
+
+// Freeze stops the server's process (SIGSTOP) without closing its port:
+// connections hang, as with a server stuck or a network partition. Thaw
+// resumes it.
+func (s *Server) Freeze() error { return s.signal(syscall.SIGSTOP) }
+
+// Thaw resumes a frozen server (SIGCONT).
+func (s *Server) Thaw() error { return s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return errors.New("redisserver: not running")
+	}
+	return syscall.Kill(s.cmd.Process.Pid, sig)
+}
