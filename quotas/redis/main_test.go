@@ -18,8 +18,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/switchboard-http/switchboard/factory"
-	"github.com/switchboard-http/switchboard/quotas/redis/internal/redisserver"
 	redisquota "github.com/switchboard-http/switchboard/quotas/redis"
+	"github.com/switchboard-http/switchboard/quotas/redis/internal/redisserver"
 )
 
 // TestMain runs the tests, or, when this binary was re-executed as one
