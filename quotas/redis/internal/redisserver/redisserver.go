@@ -1,6 +1,6 @@
 // Package redisserver runs a real redis-server (Debian's package) on a
 // free loopback port for the tests and the example of quotas/redis: no
-// persistence (--save ” --appendonly no), stopped by its PID. It never
+// persistence (--save "" --appendonly no), stopped by its PID. It never
 // pretends: a missing redis-server is an error, not a skip.
 package redisserver
 
