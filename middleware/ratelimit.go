@@ -391,6 +391,11 @@ func (l *RateLimit) fleetWait(req *http.Request, q *quotaSettings, tenant string
 	}
 	key := storeKey(q, tenant)
 	b := l.fallback.get(tenant)
+	// A pause this process set holds here even if the store did not
+	// take it (the store's own pause is read with the decision).
+	if err := l.pauseWait(req, q, b, ev); err != nil {
+		return err
+	}
 	dec, err := l.decide(ctx, q, key)
 	if err != nil {
 		if ctx.Err() != nil { // the request ended, not the store

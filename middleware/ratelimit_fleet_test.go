@@ -482,3 +482,32 @@ func TestFleetRetuneKeepsTheStoreState(t *testing.T) {
 		}
 	})
 }
+
+// TestRespectServerHoldsInThisProcessWhenTheStoreMissesThePause: the
+// store fails to take a pause; this process still waits it out, though
+// the store would admit.
+func TestRespectServerHoldsInThisProcessWhenTheStoreMissesThePause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, backend := &pauseless{}, &sendLog{}
+		s := fleetSettings(100)
+		s.Burst, s.RespectServer = 10, true
+		rt := middleware.NewRateLimit(s, middleware.RateLimitOptions{Quotas: store}).Layer(nil, time.Minute)(backend)
+		backend.answer(503, http.Header{"Retry-After": {"3"}})
+		start := time.Now()
+		if err := call(t, t.Context(), rt); err != nil {
+			t.Fatal(err)
+		}
+		backend.answer(200, nil)
+		if err := call(t, t.Context(), rt); err != nil {
+			t.Fatal(err)
+		}
+		if got := backend.sent(); got[1].Sub(start) != 3*time.Second {
+			t.Errorf("second attempt after %v, want 3s", got[1].Sub(start))
+		}
+	})
+}
+
+// pauseless is a fakeQuotas whose Pause always fails.
+type pauseless struct{ fakeQuotas }
+
+func (*pauseless) Pause(context.Context, string, time.Time) error { return errors.New("read-only replica") }
