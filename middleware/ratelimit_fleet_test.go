@@ -510,4 +510,6 @@ func TestRespectServerHoldsInThisProcessWhenTheStoreMissesThePause(t *testing.T)
 // pauseless is a fakeQuotas whose Pause always fails.
 type pauseless struct{ fakeQuotas }
 
-func (*pauseless) Pause(context.Context, string, time.Time) error { return errors.New("read-only replica") }
+func (*pauseless) Pause(context.Context, string, time.Time) error {
+	return errors.New("read-only replica")
+}
