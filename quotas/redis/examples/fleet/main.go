@@ -8,10 +8,11 @@
 //
 // Each process is this program again (FLEET_MEMBER set), with the config
 // below: scope fleet on a factory.Registry whose Options.Quotas is a
-// redisquota.Store. Its store_timeout (250ms) is generous: a decision on
-// loopback takes well under a millisecond, but this also runs under the
-// race detector on loaded CI machines, where a tight one would hand
-// decisions to the fallback.
+// redisquota.Store. Its store_timeout (1s, the calls' deadline) is
+// generous: a decision on loopback takes well under a millisecond, but
+// this also runs under the race detector on loaded CI machines, where a
+// tight one would hand slow decisions to the local fallback, whose admits
+// add to the fleet's.
 package main
 
 import (
@@ -49,7 +50,7 @@ clients:
       requests_per_second: 50
       burst: 5
       scope: fleet
-      store_timeout: 250ms
+      store_timeout: 1s
       on_store_error: local
       fallback_per_second: 10
 `
@@ -106,7 +107,7 @@ func run(w io.Writer, self, addr string) error {
 		addr = srv.Addr
 	}
 	start := time.Now().Add(2 * time.Second) // time for the members to start
-	var arrived atomic.Int64 // within the 5s from start
+	var arrived atomic.Int64                 // within the 5s from start
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if since := time.Since(start); since >= 0 && since < runFor {
 			arrived.Add(1)
