@@ -11,9 +11,9 @@ import (
 
 // The canonical encoding is the one spelling of a config value that every
 // "did it change" decision compares: Hash writes each leaf in it,
-// ChangedKeys compares leaves by it, and a Source's part of the input hash
-// is its checked tree in it (Equal judges the same leaves without encoding
-// them, see leafEqual). Values are spelled as Hash always spelled them
+// and a Source's part of the input hash is its checked tree in it (Equal
+// and ChangedKeys judge the same leaves without encoding them, see
+// leafEqual). Values are spelled as Hash always spelled them
 // (so digests stay as they were): integers in decimal (durations in ns),
 // floats in the shortest 'g' form, booleans as true/false, strings quoted,
 // int lists as [1 2 3]; at the top of a leaf a string list is its quoted
@@ -70,8 +70,8 @@ func (e *canonicalEncoder) value(b []byte, v reflect.Value, top bool) []byte {
 		if !top {
 			b = append(b, '{')
 		}
-		if m, ok := v.Interface().(map[string]string); ok {
-			b = e.stringMap(b, m)
+		if v.CanConvert(stringMapType) {
+			b = e.stringMap(b, stringMapOf(v))
 		} else {
 			keys := v.MapKeys()
 			slices.SortFunc(keys, func(x, y reflect.Value) int { return cmp.Compare(mapKey(x), mapKey(y)) })
@@ -123,10 +123,4 @@ func (e *canonicalEncoder) stringMap(b []byte, m map[string]string) []byte {
 func canonicalTree(tree map[string]any) []byte {
 	var e canonicalEncoder
 	return e.value(nil, reflect.ValueOf(tree), false)
-}
-
-// canonicalOf returns the canonical encoding of a leaf's tree value.
-func canonicalOf(v any) string {
-	var e canonicalEncoder
-	return string(e.value(nil, reflect.ValueOf(v), true))
 }

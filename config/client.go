@@ -17,7 +17,8 @@ type ClientConfig struct {
 	// waits included. Zero means none.
 	Timeout time.Duration `koanf:"timeout" json:"timeout"`
 	// Headers are set on every request that does not already carry them.
-	Headers map[string]string `koanf:"headers" json:"headers"`
+	// They print with sensitive values redacted (see Headers).
+	Headers Headers `koanf:"headers" json:"headers" secret:"headers"`
 	// Transport configures the base *http.Transport.
 	Transport TransportConfig `koanf:"transport" json:"transport"`
 	// TLS configures the base transport's TLS.
@@ -61,7 +62,7 @@ type TransportConfig struct {
 	MaxConnsPerHost       int           `koanf:"max_conns_per_host" json:"max_conns_per_host" minimum:"0"`           // 0 = unlimited
 	DisableKeepAlives     bool          `koanf:"disable_keep_alives" json:"disable_keep_alives"`
 	ForceHTTP2            bool          `koanf:"force_http2" json:"force_http2"`
-	ProxyURL              string        `koanf:"proxy_url" json:"proxy_url"`                     // "" = HTTP_PROXY / HTTPS_PROXY / NO_PROXY
+	ProxyURL              string        `koanf:"proxy_url" json:"proxy_url" secret:"url"`        // "" = HTTP_PROXY / HTTPS_PROXY / NO_PROXY
 	MaxRedirects          int           `koanf:"max_redirects" json:"max_redirects" minimum:"0"` // 0 = do not follow redirects
 	MaxConnAge            time.Duration `koanf:"max_conn_age" json:"max_conn_age" minimum:"0"`   // 0 = forever; an older connection serves one last request
 }

@@ -105,9 +105,18 @@
 // in an error, nor does a value written where a section holding one was
 // expected (auth: "Bearer …", basic: "svc:pw", a client or route section,
 // headers), whatever its shape. An inline secret with a line break (CR or
-// LF) is rejected at load: it would fail every call. The two secret fields are of type middleware.Secret, so a
-// ClientConfig or Config printed in any way (fmt's verbs, encoding/json,
-// slog) shows REDACTED in their place ("" when unset); code reads them
-// with Secret.Reveal. Header values are plain strings: Settings redacts the
-// sensitive ones, fmt and encoding/json of a ClientConfig do not.
+// LF) is rejected at load: it would fail every call.
+//
+// The key table's redaction column (the secret tag: "true" for a secret,
+// "headers" for a header map, "url" for proxy_url) decides what output
+// hides, and every type that can hold such a value prints it redacted, by
+// every fmt verb (%v, %+v, %#v, %s, %q, %x …), encoding/json and slog: the
+// two secret fields are middleware.Secret (REDACTED), a headers map is a
+// Headers (the value of each sensitive header,
+// middleware.IsSensitiveHeader, reads REDACTED) and the transport block a
+// TransportConfig (proxy_url's userinfo and sensitive query values read
+// REDACTED), so a ClientConfig, RouteConfig or Config printed in any way
+// shows none of them. An empty value prints as it is. Code reads the values
+// themselves by field (and a Secret with Reveal); ClientConfig.Redacted and
+// Settings give the redacted copy.
 package config

@@ -64,7 +64,7 @@ func TestEnvLayer(t *testing.T) {
 			name: "header names: _ becomes - in canonical form",
 			env:  []string{"SWITCHBOARD_CLIENTS__SEARCH__HEADERS__X_REQUEST_SOURCE=abc"},
 			check: func(t *testing.T, cfg config.Config) {
-				if got, want := client(t, cfg, "search").Headers, map[string]string{"X-Request-Source": "abc"}; !reflect.DeepEqual(got, want) {
+				if got, want := client(t, cfg, "search").Headers, (config.Headers{"X-Request-Source": "abc"}); !reflect.DeepEqual(got, want) {
 					t.Errorf("headers: got %v, want %v", got, want)
 				}
 			},

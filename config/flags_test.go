@@ -32,7 +32,7 @@ func TestFlagLayer(t *testing.T) {
 				if got, want := b.Retry.MaxRetries, 4; got != want {
 					t.Errorf("max_retries: got %d, want %d", got, want)
 				}
-				if got, want := b.Headers, map[string]string{"X-Team": "core"}; !reflect.DeepEqual(got, want) {
+				if got, want := b.Headers, (config.Headers{"X-Team": "core"}); !reflect.DeepEqual(got, want) {
 					t.Errorf("headers: got %v, want %v", got, want)
 				}
 				if got, want := b.Retry.RetryableMethods, []string{"GET", "PUT"}; !reflect.DeepEqual(got, want) {

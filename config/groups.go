@@ -138,7 +138,7 @@ func firstDifference(block string, a, b ClientConfig) (key, va, vb string, diffe
 			continue
 		}
 		show := func(v reflect.Value) string {
-			return rawSetting{key: l.path, kind: l.kind, value: treeValue(l.kind, v), secret: l.secret}.redacted().Text
+			return rawSetting{key: l.path, kind: l.kind, value: treeValue(l.kind, v), redact: l.redact}.redacted().Text
 		}
 		return rel, show(l.valueOf(av)), show(l.valueOf(bv)), true
 	}

@@ -102,6 +102,22 @@ func listDefaults(r middleware.RetrySettings) middleware.RetrySettings {
 	return r
 }
 
+// withListDefaults returns c with listDefaults applied to its retry
+// settings and to each route's (the routes map is copied, c's is not
+// changed): the settings as Hash and Equal judge them.
+func withListDefaults(c ClientConfig) ClientConfig {
+	c.Retry = listDefaults(c.Retry)
+	if c.Routes != nil {
+		routes := make(map[string]RouteConfig, len(c.Routes))
+		for p, r := range c.Routes {
+			r.Retry = listDefaults(r.Retry)
+			routes[p] = r
+		}
+		c.Routes = routes
+	}
+	return c
+}
+
 // writeHashField writes each part to h with its length, so that no two
 // different sequences of parts write the same bytes.
 func writeHashField(h hash.Hash, parts ...string) {
@@ -112,32 +128,32 @@ func writeHashField(h hash.Hash, parts ...string) {
 }
 
 // referencedFiles lists the config file and every TLS and secret file named
-// by the defaults or any client (the *_file keys of the key table), each
-// once: the files whose change should trigger a reload.
+// by the defaults or any client (cfg.ReferencedFiles), each once: the files
+// whose change should trigger a reload.
 func referencedFiles(file string, cfg Config) []string {
-	seen := map[string]bool{}
-	var out []string
-	add := func(p string) {
-		if p != "" && !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
+	if file == "" {
+		return cfg.ReferencedFiles()
 	}
-	add(file)
+	return append([]string{file}, slices.DeleteFunc(cfg.ReferencedFiles(), func(p string) bool { return p == file })...)
+}
+
+// ReferencedFiles returns every secret and TLS file (the *_file keys) that
+// the defaults or a client of c names, sorted, each once; nil when it
+// names none. It reads c alone, so a Config built in code names its files
+// as a loaded one does (Files adds the config file). It is safe for
+// concurrent use.
+func (c Config) ReferencedFiles() []string {
 	var named []string
-	for _, c := range append([]ClientConfig{cfg.Defaults}, slices.Collect(maps.Values(cfg.Clients))...) {
-		cv := reflect.ValueOf(&c).Elem()
+	for _, cc := range append([]ClientConfig{c.Defaults}, slices.Collect(maps.Values(c.Clients))...) {
+		cv := reflect.ValueOf(&cc).Elem()
 		for _, l := range keyTable {
-			if l.file {
+			if l.file && l.valueOf(cv).String() != "" {
 				named = append(named, l.valueOf(cv).String())
 			}
 		}
 	}
 	slices.Sort(named)
-	for _, p := range named {
-		add(p)
-	}
-	return out
+	return slices.Compact(named)
 }
 
 // Equal reports whether c and o hold the same settings, without Hash's

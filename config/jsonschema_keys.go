@@ -45,7 +45,7 @@ func Keys() []Key {
 			Default: render(l.kind, l.def),
 			Allowed: allowed(l),
 			Doc:     l.doc,
-			Secret:  l.secret,
+			Secret:  l.secret(),
 		})
 	}
 	return out
@@ -183,12 +183,14 @@ type Setting struct {
 
 // Settings returns every effective key of c in the order of the file
 // format, then each route's keys (RouteKey; patterns sorted, only the keys
-// a route may set), with secrets redacted: auth.bearer_token and auth.basic.password,
-// header values whose names look sensitive (middleware.IsSensitiveHeader:
-// Authorization, X-Api-Key, …), and the userinfo and sensitive query
-// parameters of transport.proxy_url (middleware.RedactProxyURL: the
-// userinfo reads REDACTED@, so a configured credential shows). Empty secrets
-// are shown as they are. It is safe for concurrent use.
+// a route may set), with every value redacted as the key table's redaction
+// column says (the one decision, see Redacted): auth.bearer_token and
+// auth.basic.password, header values whose names look sensitive
+// (middleware.IsSensitiveHeader: Authorization, X-Api-Key, …), and the
+// userinfo and sensitive query parameters of transport.proxy_url
+// (middleware.RedactProxyURL: the userinfo reads REDACTED@, so a
+// configured credential shows). Empty secrets are shown as they are. It is
+// safe for concurrent use.
 func (c ClientConfig) Settings() []Setting {
 	raw := c.settings()
 	out := make([]Setting, len(raw))
@@ -202,8 +204,10 @@ func (c ClientConfig) Settings() []Setting {
 type rawSetting struct {
 	key    string
 	kind   kind
-	value  any // canonical tree value
-	secret bool
+	value  any           // canonical tree value
+	rv     reflect.Value // the value itself, for leafEqual
+	redact redaction     // the key table's column; a header's is redactHeaders
+	header string        // the header's name, for a header's setting
 }
 
 func (c ClientConfig) settings() []rawSetting {
@@ -215,7 +219,8 @@ func (c ClientConfig) leafSettings() []rawSetting {
 	cv := reflect.ValueOf(&c).Elem()
 	var out []rawSetting
 	for _, l := range keyTable {
-		v := treeValue(l.kind, l.valueOf(cv))
+		fv := l.valueOf(cv)
+		v := treeValue(l.kind, fv)
 		if l.kind == kindStringMap {
 			h := v.(map[string]any)
 			if len(h) == 0 {
@@ -223,25 +228,19 @@ func (c ClientConfig) leafSettings() []rawSetting {
 			}
 			for _, name := range slices.Sorted(maps.Keys(h)) {
 				out = append(out, rawSetting{key: l.path + "." + name, kind: kindString, value: h[name],
-					secret: middleware.IsSensitiveHeader(name)})
+					rv: reflect.ValueOf(h[name]), redact: l.redact, header: name})
 			}
 			continue
 		}
-		out = append(out, rawSetting{key: l.path, kind: l.kind, value: v, secret: l.secret})
+		out = append(out, rawSetting{key: l.path, kind: l.kind, value: v, rv: fv, redact: l.redact})
 	}
 	return out
 }
 
 func (s rawSetting) redacted() Setting {
 	out := Setting{Key: s.key, Value: jsonValue(s.value), Text: render(s.kind, s.value)}
-	str, isStr := s.value.(string)
-	switch {
-	case !isStr || str == "":
-	case s.secret:
-		out.Value, out.Text, out.Redacted = Redacted, Redacted, true
-	case s.key == "transport.proxy_url":
-		red := middleware.RedactProxyURL(str) // userinfo as REDACTED@: a credential shows as configured
-		if red != str {
+	if str, isStr := s.value.(string); isStr {
+		if red := redactValue(s.redact, s.header, str); red != str {
 			out.Value, out.Text, out.Redacted = red, red, true
 		}
 	}
@@ -259,9 +258,13 @@ type KeyChange struct {
 
 // ChangedKeys returns the keys whose values differ between old and new, in
 // the order of the file format (a header added or removed counts as a
-// change of that header). Secret values are compared but never returned.
-// It is safe for concurrent use.
+// change of that header). It judges values as Equal does, leaf by leaf
+// (leafEqual, after listDefaults), so it is empty exactly when Equal
+// reports true: a nil retry list shows as the default list it means.
+// Secret values are compared but never returned. It is safe for
+// concurrent use.
 func ChangedKeys(old, new ClientConfig) []KeyChange {
+	old, new = withListDefaults(old), withListDefaults(new)
 	type entry struct {
 		raw rawSetting
 		at  int
@@ -290,10 +293,10 @@ func ChangedKeys(old, new ClientConfig) []KeyChange {
 	for _, k := range keys {
 		oe, inOld := om[k]
 		ne, inNew := nm[k]
-		if inOld && inNew && canonicalOf(oe.raw.value) == canonicalOf(ne.raw.value) {
-			continue
+		if oe.raw.kind == kindStringMap || ne.raw.kind == kindStringMap {
+			continue // the empty-map placeholder (a nil and an empty map are alike)
 		}
-		if k == "headers" { // the empty-map placeholder appearing or going
+		if inOld && inNew && leafEqual(oe.raw.kind, oe.raw.rv, ne.raw.rv) {
 			continue
 		}
 		kc := KeyChange{Key: k}

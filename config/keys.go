@@ -11,7 +11,8 @@ import (
 
 // The key table describes every key of a `defaults` or `clients.<name>`
 // section once, derived by one reflection walk over ClientConfig's struct
-// tags: koanf gives the key's name, secret:"true" marks a secret, and
+// tags: koanf gives the key's name, secret says how its value is redacted
+// (secret:"true" a secret, "headers" a header map, "url" a URL), and
 // enum, minimum, exclusiveMinimum, maximum and exclusiveMaximum its
 // constraints; keyDocs gives its description. Everything else reads the
 // table: the loader's checks and path resolution (file, Source, env,
@@ -48,11 +49,13 @@ type field struct {
 	pattern, format string
 	def             any  // a leaf's built-in value, in toTree's canonical form
 	file            bool // a leaf that names a file the config reads (a *_file key)
-	secret          bool // tagged secret:"true": its value never appears in errors
-	// holdsSecret is true for a secret leaf, a headers map (its values may
-	// be credentials) and a section with such a key anywhere below it: an
-	// error about a value at such a path never quotes the value, whatever
-	// its shape.
+	// redact is how the leaf's value is hidden when shown (its secret tag,
+	// see redaction): the one column every printer of a value reads.
+	redact redaction
+	// holdsSecret is true for a leaf whose value may bear a secret (redact
+	// is not redactNone: a secret, a headers map, a proxy URL) and a
+	// section with such a key anywhere below it: an error about a value at
+	// such a path never quotes the value, whatever its shape.
 	holdsSecret bool
 	children    map[string]*field // kindSection only
 	names       []string          // kindSection only: sorted child names
@@ -83,7 +86,7 @@ var sortedKeys = func() []*field {
 }()
 
 // headerValue is the schema of one entry of a `headers` map.
-var headerValue = &field{kind: kindString, secret: true, holdsSecret: true}
+var headerValue = &field{kind: kindString, redact: redactSecret, holdsSecret: true}
 
 var durationType = reflect.TypeFor[time.Duration]()
 
@@ -110,8 +113,8 @@ func buildSchema(t reflect.Type, path string, index []int, table *[]*field) *fie
 		c.doc = keyDocs[p]
 		c.pattern, c.format = keyFormats[p].pattern, keyFormats[p].allowed
 		c.file = c.kind == kindString && strings.HasSuffix(name, "_file")
-		c.secret = sf.Tag.Get("secret") == "true"
-		c.holdsSecret = c.holdsSecret || c.secret || c.kind == kindStringMap
+		c.redact = redactionOf(sf.Tag.Get("secret"))
+		c.holdsSecret = c.holdsSecret || c.redact != redactNone
 		f.holdsSecret = f.holdsSecret || c.holdsSecret
 		f.children[name] = c
 		f.names = append(f.names, name)
@@ -201,6 +204,18 @@ func resolveRel(parts []string, env bool) (segs []string, f *field, hint string,
 	return segs, f, "", relLeaf
 }
 
+// secret reports whether the whole value of l is a secret (secret:"true").
+func (l *field) secret() bool { return l.redact == redactSecret }
+
+// stringMapType is the type of a plain string map; Headers converts to it.
+var stringMapType = reflect.TypeFor[map[string]string]()
+
+// stringMapOf returns v, a map of string to string of any named type
+// (Headers), as a plain map, without copying it.
+func stringMapOf(v reflect.Value) map[string]string {
+	return v.Convert(stringMapType).Interface().(map[string]string)
+}
+
 // valueOf returns the value of leaf l in c (c must be addressable or a
 // plain value; the result is read-only).
 func (l *field) valueOf(c reflect.Value) reflect.Value { return c.FieldByIndex(l.index) }
@@ -285,7 +300,7 @@ func leafEqual(k kind, a, b reflect.Value) bool {
 		}
 		return true
 	case kindStringMap:
-		return maps.Equal(a.Interface().(map[string]string), b.Interface().(map[string]string))
+		return maps.Equal(stringMapOf(a), stringMapOf(b))
 	}
 	panic(fmt.Sprintf("config: no equality for schema kind %d", k))
 }

@@ -112,7 +112,7 @@ clients:
 			file: "defaults:\n  headers: {User-Agent: a/1, X-A: one}\nclients:\n  billing:\n    headers: {x-a: two, X-B: three}\n",
 			check: func(t *testing.T, cfg config.Config) {
 				got := client(t, cfg, "billing").Headers
-				want := map[string]string{"User-Agent": "a/1", "X-A": "two", "X-B": "three"}
+				want := config.Headers{"User-Agent": "a/1", "X-A": "two", "X-B": "three"}
 				if !reflect.DeepEqual(got, want) {
 					t.Errorf("headers: got %v, want %v", got, want)
 				}

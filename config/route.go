@@ -23,7 +23,8 @@ type RouteConfig struct {
 	// Timeout is the total deadline of a call on the route; zero = none.
 	Timeout time.Duration `koanf:"timeout" json:"timeout"`
 	// Headers are set on every request of the route that lacks them.
-	Headers map[string]string `koanf:"headers" json:"headers"`
+	// They print with sensitive values redacted (see Headers).
+	Headers Headers `koanf:"headers" json:"headers" secret:"headers"`
 	// Retry configures the route's retries (its budget is the client's).
 	Retry middleware.RetrySettings `koanf:"retry" json:"retry"`
 	// Hedge configures the route's hedging.

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -181,4 +182,24 @@ func TestValidateRoutesInCode(t *testing.T) {
 			t.Errorf("Validate: got %v, want %q", err, want)
 		}
 	}
+}
+
+// TestRoutePatternPortOutOfRangeFailsLoadAtItsKey: a route pattern's port
+// only had to be digits, so "billing.test:99999/" loaded and never
+// matched. It fails the load, naming the route's key path and the
+// pattern as written; a pattern whose host has upper-case letters loads
+// (it matches ignoring case).
+func TestRoutePatternPortOutOfRangeFailsLoadAtItsKey(t *testing.T) {
+	for _, pattern := range []string{"POST billing.test:99999/v1/charges", "POST Billing.Test:0/v1/charges", "billing.test:08443/"} {
+		t.Run(pattern, func(t *testing.T) {
+			_, host, _ := strings.Cut(pattern, " ")
+			if host == "" {
+				host = pattern
+			}
+			host, _, _ = strings.Cut(host, "/")
+			l := config.Loader{File: writeConfig(t, "clients:\n  billing:\n    routes:\n      "+strconv.Quote(pattern)+": {timeout: 1s}\n")}
+			mustFail(t, l, `clients.billing.routes.`+strconv.Quote(pattern)+`: invalid route pattern: host `+strconv.Quote(host)+`: port must be a number from 1 to 65535`)
+		})
+	}
+	mustLoad(t, config.Loader{File: writeConfig(t, "clients:\n  billing:\n    routes:\n      \"POST Billing.Test:8443/v1/charges\": {timeout: 1s}\n")})
 }

@@ -125,7 +125,7 @@ func validateFault(v *validator, f middleware.FaultSettings) {
 
 func validateTransport(v *validator, t TransportConfig) {
 	if t.ProxyURL != "" {
-		// The URL is never shown: it may hold a password.
+		// The URL is never quoted: the key table marks it secret-bearing (secret:"url").
 		u, err := url.Parse(t.ProxyURL)
 		switch {
 		case err != nil:
@@ -205,7 +205,7 @@ func validateAuth(v *validator, a middleware.AuthSettings) {
 func validateSecrets(v *validator, c ClientConfig) {
 	cv := reflect.ValueOf(c)
 	for _, l := range keyTable {
-		if l.secret && strings.ContainsAny(l.valueOf(cv).String(), "\r\n") {
+		if l.secret() && strings.ContainsAny(l.valueOf(cv).String(), "\r\n") {
 			v.fail(l.path, "must not contain a line break (CR or LF): it is sent in a header")
 		}
 	}

@@ -20,9 +20,10 @@ import (
 // reads top to bottom in the order an attempt runs):
 //
 //	Reload ─ load every layer (a Source that fails keeps its last good
-//	   │     snapshot), watching the files it names first (watch.go)
-//	   └─ skip if the inputs are the serving ones
-//	Apply ─┴─ validate
+//	   │     snapshot)
+//	Apply ─┴─ watch the files the config names first (watch.go)
+//	   ├─ skip if the inputs are the serving ones (Reload only)
+//	   └─ validate
 //	        → plan: resolve the files each client names (material.go),
 //	          then planAll (plan.go)
 //	        → build aside what the plan creates (build.go)
@@ -46,8 +47,10 @@ import (
 // client is built) nothing changes: no component is retuned, no transport
 // closed; the error (redacted) is logged, reported to OnReload, kept in
 // Status().LastError and returned. After Close it returns ErrClosed and
-// reports nothing. It is safe for concurrent use; Applies and reloads run
-// one at a time.
+// reports nothing. On a registry made by Open (unless NoWatch), the secret
+// and TLS files cfg names are watched from then on, as a reload's are: a
+// change of one triggers a reload, which reads the layers again. It is
+// safe for concurrent use; Applies and reloads run one at a time.
 func (r *Registry) Apply(cfg config.Config) error {
 	rep := r.attempt(func() (config.Config, error) { return cfg, nil }, false)
 	r.flush()
@@ -126,16 +129,15 @@ func (r *Registry) attempt(load func() (config.Config, error), layered bool) (ou
 	}
 	// Load.
 	cfg, err := load()
-	if layered {
-		// The files this load names are watched before anything reads them
-		// again, those of a rejected load too (one it names may not exist
-		// yet): a change after the read triggers another reload.
-		named := cfg.Files
-		if err != nil {
-			named = config.NamedFiles(err)
-		}
-		r.rewatch(named)
+	// The files this config names are watched before anything reads them
+	// (again), those of a rejected one too (one it names may not exist
+	// yet): a change after the read triggers a reload. An applied config
+	// names its files as a loaded one does.
+	named := cfg.ReferencedFiles()
+	if err != nil {
+		named = config.NamedFiles(err)
 	}
+	r.rewatch(named)
 	// Skip if unchanged.
 	if err == nil && layered {
 		r.mu.Lock()
@@ -181,9 +183,7 @@ func (r *Registry) attempt(load func() (config.Config, error), layered bool) (ou
 		}()
 		f()
 	}
-	if layered {
-		after(func() { r.rewatch(nil) }) // the new serving config's files, no more
-	}
+	after(func() { r.rewatch(nil) }) // the new serving config's files, no more
 	// The kept components take their new settings now that the new
 	// generation serves (a breaker's retune may call OnStateChange).
 	for _, f := range retunes {

@@ -111,7 +111,8 @@ func BenchmarkRequest(b *testing.B) {
 // changes its request, so the defaults cost 8 allocations per call over a
 // bare client and retry + breaker 3. The targets: retry + breaker at most
 // +1, the defaults at most +5 (the standard deadline context alone costs
-// 4). An attempt hook, which may change its request, still gets a clone.
+// 4). An attempt hook, which may change its request, still gets a clone,
+// and so does Options.Base: the clients here run over their own transport.
 func TestAttemptsAreNotClonedWhereNothingChangesThem(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodGet, "http://billing.internal/v1/invoices", nil)
 	allocs := func(c *http.Client) float64 {
@@ -123,7 +124,12 @@ func TestAttemptsAreNotClonedWhereNothingChangesThem(t *testing.T) {
 			resp.Body.Close()
 		})
 	}
-	bare := allocs(&http.Client{Transport: okTransport})
+	// An http.Transport that hands every http request to okTransport: the
+	// clients' own transport, without Options.Base (whose attempts get a
+	// clone each) and without the network.
+	tr := &http.Transport{}
+	tr.RegisterProtocol("http", okTransport)
+	bare := allocs(&http.Client{Transport: tr})
 	retryBreaker := config.Default()
 	retryBreaker.Timeout = 0
 	retryBreaker.CircuitBreaker.Enabled = true
@@ -140,11 +146,12 @@ func TestAttemptsAreNotClonedWhereNothingChangesThem(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config.Config{Defaults: config.Default(), Clients: map[string]config.ClientConfig{"billing": tc.cc}}
-			r, err := factory.New(cfg, factory.Options{Base: okTransport, Logger: discard(), ClientHooks: map[string]factory.Hooks{"billing": tc.hooks}})
+			r, err := factory.New(cfg, factory.Options{Logger: discard(), ClientHooks: map[string]factory.Hooks{"billing": tc.hooks}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer r.Close()
+			factory.UseTransport(r, "billing", tr)
 			if got := allocs(r.Get("billing")) - bare; got > tc.max {
 				t.Errorf("%v allocations per call over a bare client's %v, want at most %v", got, bare, tc.max)
 			} else {

@@ -202,9 +202,9 @@ func (r *Registry) chain(p *pipeline, s config.RouteConfig, ev *middleware.Event
 		layers = append(layers, p.bulkhead.MiddlewareFor(r.events(name, p.groups[ComponentBulkhead])))
 	}
 	// Every layer below retry copies a request before it writes to it, but
-	// code's attempt middleware may change theirs in place (Hooks.Attempt
-	// promises each attempt its own clone).
-	readOnly := len(h.Attempt) == 0
+	// code's attempt middleware and Options.Base may change theirs in place
+	// (Hooks.Attempt and Options.Base promise each attempt its own clone).
+	readOnly := len(h.Attempt) == 0 && r.opts.Base == nil
 	if s.Hedge.Enabled {
 		layers = append(layers, middleware.Hedge(s.Hedge, s.Retry, middleware.HedgeOptions{
 			ShouldRetry: h.ShouldRetry, Budget: p.budget, Events: ev, Latencies: p.latencies, ReadOnlyBelow: readOnly,

@@ -26,8 +26,10 @@
 // pair gets a new base transport (new connections use it, requests in
 // flight finish on the old one). An unreadable or invalid file rejects the
 // reload, naming the key, and the last good material keeps serving.
-// Unless NoWatch, these files are watched like the config file, each from
-// before the read that uses it (so a change made during a reload or Open
+// Unless NoWatch, a registry made by Open watches these files like the
+// config file, whichever layer names them (the file, a Source, env, flags)
+// and for a config applied with Apply too, each from before the read that
+// uses it (so a change made during a reload or Open
 // triggers another one), and a file that a rejected config names but that
 // does not exist yet is watched too: its creation triggers the reload that
 // then succeeds.

@@ -78,8 +78,9 @@ type generation struct {
 
 // Open loads every layer named by o (built-in defaults, o.File, o.Sources,
 // env with o.EnvPrefix, o.Flags), validates the result, builds every client
-// and, unless o.NoWatch, starts watching the file and every o.Sources that
-// is a config.Watchable. A bad config, an unreadable Source, or a watch
+// and, unless o.NoWatch, starts watching the file, every secret and TLS
+// file the config names (whichever layer names it) and every o.Sources
+// that is a config.Watchable. A bad config, an unreadable Source, or a watch
 // that cannot start, is an error and nothing runs. Close the registry when
 // done.
 //
@@ -99,7 +100,9 @@ func Open(ctx context.Context, o Options) (*Registry, error) {
 	r.loader, r.sources = l, sources
 	// Every file is watched from before it is read: an edit made while Open
 	// reads its inputs triggers a reload once the first generation serves.
-	if !o.NoWatch && (o.File != "" || hasWatchable(o.Sources)) {
+	// Whatever the layers, the files the config names (token, TLS) are
+	// watched too, so watching starts unless NoWatch.
+	if !o.NoWatch {
 		if err := r.startWatching(); err != nil {
 			r.Close()
 			return nil, err

@@ -45,13 +45,10 @@ type ClientStatus struct {
 	Defined bool `json:"defined"`
 	// Config is the client's effective config, as its pipeline serves it
 	// (defaults merged in), with every secret already replaced by REDACTED
-	// (middleware.Redacted), so that no printer or encoder can show one:
-	// the values of sensitive headers (middleware.IsSensitiveHeader), the
-	// client's and each route's, and transport.proxy_url's userinfo and
-	// sensitive query values (middleware.RedactProxyURL); the secret fields
-	// of auth are middleware.Secret, which prints itself as REDACTED. An
-	// empty value stays empty, so that "none set" shows. Handler shows it
-	// under "config".
+	// (config.ClientConfig.Redacted: every value the key table marks as
+	// secret-bearing, the client's and each route's), so that no printer
+	// or encoder can show one. An empty value stays empty, so that "none
+	// set" shows. Handler shows it under "config".
 	Config config.ClientConfig `json:"-"`
 	// ConfigHash is the digest of the client's effective config.
 	ConfigHash string `json:"config_hash"`
@@ -141,19 +138,7 @@ func (r *Registry) Status() Status {
 	return s
 }
 
-// shownConfig returns c as ClientStatus.Config shows it: the values a
-// printer could leak replaced by Redacted. c's maps are not changed; the
-// result has its own.
-func shownConfig(c config.ClientConfig) config.ClientConfig {
-	c.Headers = middleware.RedactHeaders(c.Headers)
-	c.Transport.ProxyURL = middleware.RedactProxyURL(c.Transport.ProxyURL)
-	if c.Routes != nil {
-		routes := make(map[string]config.RouteConfig, len(c.Routes))
-		for pattern, rc := range c.Routes {
-			rc.Headers = middleware.RedactHeaders(rc.Headers)
-			routes[pattern] = rc
-		}
-		c.Routes = routes
-	}
-	return c
-}
+// shownConfig returns c as ClientStatus.Config shows it: every value
+// the key table marks as secret-bearing redacted (config.ClientConfig.Redacted),
+// routes included. c's maps are not changed; the result has its own.
+func shownConfig(c config.ClientConfig) config.ClientConfig { return c.Redacted() }

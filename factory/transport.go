@@ -27,7 +27,7 @@ func newTransport(prefix string, tc config.TransportConfig, tcfg *tls.Config) (f
 	if tc.ProxyURL != "" {
 		u, err := url.Parse(tc.ProxyURL)
 		if err != nil {
-			// The URL is not shown: it may hold a password.
+			// Never quoted: the key table marks proxy_url secret-bearing (secret:"url").
 			return nil, fmt.Errorf("%s.transport.proxy_url: cannot parse the URL", prefix)
 		}
 		proxy = http.ProxyURL(u)

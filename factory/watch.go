@@ -46,13 +46,15 @@ func (r *Registry) startReloader() {
 // state it last reported; a new one takes its state now. Call it before the
 // read that uses the files: every change after that read is then seen and
 // triggers another reload. It creates the watcher on first need (a config
-// from Sources alone may name files too) and does nothing when nothing
-// watches (NoWatch, or no file and no Watchable Source). r.reloading held,
+// from env, flags or Sources alone may name files too) and does nothing
+// when nothing watches (NoWatch, or a registry made by New). The serving
+// config's files are those it names (Config.ReferencedFiles), whether it
+// was loaded or applied. r.reloading held,
 // or Open's goroutine before it returns.
 func (r *Registry) watchFiles(named []string) error {
 	r.mu.Lock()
 	due, w, closed := r.due, r.watcher, r.closed
-	serving := r.gen.Load().cfg.Files
+	serving := r.gen.Load().cfg.ReferencedFiles()
 	r.mu.Unlock()
 	if due == nil || closed {
 		return nil
@@ -90,16 +92,6 @@ func (r *Registry) rewatch(named []string) {
 	if err := r.watchFiles(named); err != nil {
 		r.log.Error("watching config files failed", "error", err)
 	}
-}
-
-// hasWatchable reports whether one of srcs implements config.Watchable.
-func hasWatchable(srcs []config.Source) bool {
-	for _, s := range srcs {
-		if _, ok := s.(config.Watchable); ok {
-			return true
-		}
-	}
-	return false
 }
 
 // watchSources starts the watch of every Watchable Source, if anything

@@ -174,11 +174,6 @@ func Auth(s AuthSettings, o AuthOptions) Middleware {
 	}
 }
 
-// maxAuthChain bounds how far back firstScheme follows a redirect chain;
-// http.Client stops at 10 hops by default, and a chain this long that
-// never ends is not one http.Client built.
-const maxAuthChain = 100
-
 // authLayer is the shared state of one Auth middleware.
 type authLayer struct {
 	host  string   // auth.host as configured, for logs
@@ -238,22 +233,17 @@ func (a *authLayer) matches(u *url.URL) bool {
 
 // firstScheme returns the scheme of the earliest request to the pinned
 // host in req's redirect chain (req's own when it is no redirect). ok is
-// false when the chain breaks: a redirect response without its request.
+// false when the chain is broken (see Redirects).
 func (a *authLayer) firstScheme(req *http.Request) (scheme string, ok bool) {
 	scheme = req.URL.Scheme
-	r := req
-	for range maxAuthChain {
-		if r.Response == nil {
-			return scheme, true
-		}
-		if r = r.Response.Request; r == nil {
-			return "", false
-		}
+	if _, _, ok = walkRedirects(req, func(r *http.Request) {
 		if a.matches(r.URL) {
 			scheme = r.URL.Scheme
 		}
+	}); !ok {
+		return "", false
 	}
-	return "", false
+	return scheme, true
 }
 
 // warnHost logs the one WARN for a request to another host, the first time.

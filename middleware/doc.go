@@ -61,7 +61,9 @@
 //	                   deadline ended the wait), ErrRateLimited (no
 //	                   token or end of a server's pause before the
 //	                   deadline, a deadline ended the wait, or a fleet
-//	                   quota's store failed with on_store_error deny)
+//	                   quota's store failed with on_store_error deny);
+//	                   a copy whose request body could not be produced
+//	                   again (GetBody failed)
 //	OutcomeCallerGone  an error after the caller's context was cancelled   not retried             neither
 //	                   or passed the caller's own deadline
 //	------------------------------------------------------------------------------------------------------------

@@ -21,14 +21,19 @@ type HeadersOptions struct {
 // canonical form.
 //
 // A header that carries a credential (IsSensitiveHeader: Authorization,
-// Proxy-Authorization, Cookie, X-Api-Key, …) follows the origin rule of
-// Auth: it is set on the first request of a logical call, and on a redirect
-// hop only when the hop stays on that request's origin (the same scheme,
-// host name, ignoring case, and port, written or implied by the scheme).
-// http.Client runs the transport again for every redirect hop and links
-// each hop to the previous one (req.Response.Request); a hop to another
-// origin, or whose chain is broken (a Response without its Request), gets
-// no credential header from h, and the first such hop for each pair of
+// Proxy-Authorization, Cookie, X-Api-Key, …) is pinned to the origin of
+// the call's first request, whatever host that is: it is set on the first
+// request of a logical call, and on a redirect hop only when the hop goes
+// to that request's origin (the same scheme, host name, ignoring case, and
+// port, written or implied by the scheme). This is not Auth's rule: Auth
+// pins its credential to the configured auth.host (on no request to
+// another host, the first one included), with the scheme of the earliest
+// request of the call to that host, so a call that starts on another host
+// and is redirected to auth.host gets Auth's credential there but none of
+// these headers. http.Client runs the transport again for every redirect
+// hop and links each hop to the previous one (req.Response.Request); a hop
+// to another origin, or whose chain is broken (see Redirects), gets no
+// credential header from h, and the first such hop for each pair of
 // hosts logs one WARN to o.Events naming the client, both hosts and the
 // headers withheld (never their values); at most MaxAuthWarnedHosts pairs
 // are remembered. The other headers of h are set on every hop. This is
@@ -115,7 +120,7 @@ func (l *headersLayer) warnWithheld(req *http.Request) {
 		return
 	}
 	from := "unknown"
-	if first, ok := firstRequest(req); ok && first.URL != nil {
+	if first, _, ok := Redirects(req); ok && first.URL != nil {
 		from = first.URL.Scheme + "://" + first.URL.Host
 	}
 	to := req.URL.Scheme + "://" + req.URL.Host
@@ -127,27 +132,10 @@ func (l *headersLayer) warnWithheld(req *http.Request) {
 		slog.String("headers", strings.Join(l.credNames, ",")))
 }
 
-// firstRequest returns the first request of req's logical call: req
-// itself when it is no redirect, else the end of the chain http.Client
-// links through req.Response.Request. ok is false when the chain breaks (a
-// redirect response without its request) or does not end.
-func firstRequest(req *http.Request) (first *http.Request, ok bool) {
-	r := req
-	for range maxAuthChain {
-		if r.Response == nil {
-			return r, true
-		}
-		if r = r.Response.Request; r == nil {
-			return nil, false
-		}
-	}
-	return nil, false
-}
-
 // sameOriginAsFirst reports whether req goes to the origin of its call's
 // first request; false when that request is unknown.
 func sameOriginAsFirst(req *http.Request) bool {
-	first, ok := firstRequest(req)
+	first, _, ok := Redirects(req)
 	return ok && sameOrigin(first.URL, req.URL)
 }
 

@@ -155,3 +155,40 @@ func TestCredentialHeadersWithheldFromARedirectOfUnknownOrigin(t *testing.T) {
 		t.Fatalf("https -> http: got Authorization %q, want none", got.Get("Authorization"))
 	}
 }
+
+// TestHeadersAndAuthPinCredentialsToTheirOwnOrigins: Headers' doc said its
+// credential headers follow "the origin rule of Auth", but the two pin to
+// different origins: Headers to the origin of the call's first request,
+// Auth to auth.host with the scheme of the call's first request to it. A
+// call that starts on another host and is redirected to auth.host shows
+// the difference, which the docs now state.
+func TestHeadersAndAuthPinCredentialsToTheirOwnOrigins(t *testing.T) {
+	var sent []http.Header
+	rt := middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		sent = append(sent, req.Header.Clone())
+		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+	})
+	layers := middleware.Chain(
+		middleware.Headers(map[string]string{"X-Api-Key": "k"}, middleware.HeadersOptions{}),
+		middleware.Auth(middleware.AuthSettings{Host: "svc.test"}, middleware.AuthOptions{Credential: middleware.Credential{Bearer: "tok"}}),
+	)(rt)
+	first, _ := http.NewRequest(http.MethodGet, "http://other.test/", nil)
+	resp, err := layers.RoundTrip(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, _ := http.NewRequest(http.MethodGet, "https://svc.test/", nil)
+	next.Response = &http.Response{StatusCode: http.StatusFound, Request: resp.Request}
+	if _, err := layers.RoundTrip(next); err != nil {
+		t.Fatal(err)
+	}
+	if len(sent) != 2 {
+		t.Fatalf("%d requests sent, want 2", len(sent))
+	}
+	if sent[0].Get("X-Api-Key") != "k" || sent[0].Get("Authorization") != "" {
+		t.Errorf("first request to other.test: %v, want X-Api-Key only", sent[0])
+	}
+	if sent[1].Get("X-Api-Key") != "" || sent[1].Get("Authorization") != "Bearer tok" {
+		t.Errorf("redirect to auth.host: %v, want Authorization only", sent[1])
+	}
+}

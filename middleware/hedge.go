@@ -241,9 +241,10 @@ func (c *hedgeCall) run(n int) {
 		}
 		body, length, err := c.rb.body(c.req, n)
 		if err != nil {
-			// GetBody failed: this copy cannot go, the others may. Like a
-			// local rejection, it neither wins nor starts a copy.
-			n = c.answer(n, nil, err, OutcomeRejected)
+			// GetBody failed: this copy cannot go, the others may
+			// (Classify: a local rejection, which neither wins nor starts
+			// a copy).
+			n = c.answer(n, nil, err, Classify(c.req, nil, err))
 			continue
 		}
 		if n > 1 {

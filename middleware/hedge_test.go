@@ -451,3 +451,42 @@ func TestHedgeFreesTheSlotOfAnEmptyAnswerAtOnce(t *testing.T) {
 		resp.Body.Close()
 	})
 }
+
+// TestHedgedCopyWhoseBodyFailsIsNotABackendFailure: Hedge treated a copy
+// whose GetBody failed as a local rejection (it neither wins nor starts a
+// copy) by deciding so itself, while Classify, which every other judge
+// reads, called the same error a backend failure: a call that ended with
+// it counted as a failure for the breaker above although the backend
+// never saw that copy. The decision now lives in Classify alone.
+func TestHedgedCopyWhoseBodyFailsIsNotABackendFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bodyFailed := make(chan struct{})
+		rt := middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			<-bodyFailed // the first copy answers once the second failed,
+			// and after the hedge took that failure (the bubble's clock
+			// moves only once every goroutine in it is blocked)
+			time.Sleep(ms)
+			return nil, middleware.ErrBulkheadFull
+		})
+		h := middleware.Hedge(hedgeOn(100*ms, 1), retryFor(1), middleware.HedgeOptions{})(rt)
+		req := newReq(t, context.Background(), http.MethodPut, "payload")
+		errGetBody := errors.New("body source gone")
+		req.GetBody = func() (io.ReadCloser, error) {
+			close(bodyFailed)
+			return nil, errGetBody
+		}
+		resp, err := h.RoundTrip(req)
+		if resp != nil {
+			resp.Body.Close()
+		}
+		if !errors.Is(err, errGetBody) {
+			t.Fatalf("got %v, want the second copy's body error as the outcome of last resort", err)
+		}
+		if got := middleware.Classify(req, resp, err); got != middleware.OutcomeRejected {
+			t.Errorf("Classify: got %v, want %v: the backend never saw the copy", got, middleware.OutcomeRejected)
+		}
+	})
+}

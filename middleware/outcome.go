@@ -30,7 +30,10 @@ const (
 	// breaker's rejection, adaptive throttling's included), ErrBulkheadFull
 	// (no slot within max_wait, or before a deadline ended the wait) or
 	// ErrRateLimited (no token before the deadline, or a fleet quota's
-	// store failed with on_store_error deny). Rejection names which.
+	// store failed with on_store_error deny); Rejection names which.
+	// A hedged copy or a retry whose request body could not be produced
+	// again (the request's GetBody failed) was never sent either, and is
+	// rejected too, though Rejection names no sentinel for it.
 	OutcomeRejected
 	// OutcomeCallerGone: the call ended with an error after whoever made
 	// it gave up: its context was cancelled, or passed a deadline that no
@@ -68,9 +71,11 @@ func (o Outcome) String() string {
 //
 //  1. no error: OutcomeFailure for a missing response or a status >= 500,
 //     OutcomeSuccess otherwise;
-//  2. a local rejection (Rejection(err) != nil): OutcomeRejected, whatever
-//     else the error says (a bulkhead wait cut by a deadline matches both
-//     ErrBulkheadFull and context.DeadlineExceeded: it is a rejection);
+//  2. a local rejection (Rejection(err) != nil), or a request body that
+//     could not be produced again for a later attempt or hedged copy (its
+//     GetBody failed): OutcomeRejected, whatever else the error says (a
+//     bulkhead wait cut by a deadline matches both ErrBulkheadFull and
+//     context.DeadlineExceeded: it is a rejection);
 //  3. req's context is done, and not because the deadline of a Timeout or
 //     AttemptTimeout layer fired: OutcomeCallerGone;
 //  4. IsPermanent(err): OutcomePermanent;
@@ -86,7 +91,7 @@ func Classify(req *http.Request, resp *http.Response, err error) Outcome {
 			return OutcomeFailure
 		}
 		return OutcomeSuccess
-	case Rejection(err) != nil:
+	case Rejection(err) != nil, errors.Is(err, errReplayBody):
 		return OutcomeRejected
 	case req != nil && callerGone(req.Context()):
 		return OutcomeCallerGone

@@ -60,9 +60,14 @@ func (r *replay) prepare(req *http.Request, wantRetry bool, limit int64) error {
 	return nil
 }
 
+// errReplayBody is wrapped by the error of a request body that could not be
+// produced again for a later attempt or a hedged copy: that copy was never
+// sent, and Classify calls it a local rejection.
+var errReplayBody = errors.New("switchboard: replay request body")
+
 // body returns the body for attempt n (1-based) and the ContentLength that
 // goes with it. For replayGetBody it calls req.GetBody from attempt 2 on;
-// a GetBody error is returned wrapped.
+// a GetBody error (or a nil body) is returned wrapped, with errReplayBody.
 func (r *replay) body(req *http.Request, n int) (io.ReadCloser, int64, error) {
 	switch r.kind {
 	case replayGetBody:
@@ -71,10 +76,10 @@ func (r *replay) body(req *http.Request, n int) (io.ReadCloser, int64, error) {
 		}
 		b, err := req.GetBody()
 		if err != nil {
-			return nil, 0, fmt.Errorf("switchboard: replay request body: %w", err)
+			return nil, 0, fmt.Errorf("%w: %w", errReplayBody, err)
 		}
 		if b == nil {
-			return nil, 0, errors.New("switchboard: replay request body: GetBody returned nil")
+			return nil, 0, fmt.Errorf("%w: GetBody returned nil", errReplayBody)
 		}
 		return b, req.ContentLength, nil
 	case replayBuffered:

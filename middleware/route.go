@@ -1,9 +1,12 @@
 package middleware
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -24,11 +27,19 @@ func (e *RoutePatternError) Error() string {
 // specific pattern wins. It holds a ServeMux whose handlers only name
 // their pattern; matching is the standard library's, not a copy of it.
 //
+// A pattern's host compares ignoring case, as host names do: it is
+// registered lower-cased, as a request's host is lower-cased before it is
+// matched ("Billing.test/v1/" matches https://billing.test/v1/x); errors
+// quote every pattern as written.
+//
 // A pattern's host may name a port ("POST billing.test:8443/v1/charges"),
 // which ServeMux alone would never match (it compares hosts without their
-// ports). Such a pattern matches a request to that host name and port
-// only, the port written in the URL or implied by its scheme (https 443,
-// http 80), as auth.host does: "billing.test:443/" matches
+// ports). The port is a decimal number from 1 to 65535 written without
+// leading zeros ("billing.test:08443/" and "billing.test:99999/" are
+// errors, as they could never be meant). Such a pattern matches a request
+// to that host name and port only, the port written in the URL (compared
+// by its value: https://billing.test:08443/ goes to port 8443) or implied
+// by its scheme (https 443, http 80), as auth.host does: "billing.test:443/" matches
 // https://billing.test/ but not https://billing.test:8443/ nor
 // http://billing.test/. A host pattern without a port matches every port,
 // as in ServeMux. A pattern with a port is more specific than the same
@@ -45,8 +56,9 @@ type Routes struct {
 	// withPort marks, by index, the patterns whose host names a port; nil
 	// when none does, and then a request is asked once, as ServeMux would.
 	withPort []bool
-	// spelled maps the host of each pattern with a port, as registered
-	// ("billing.test@8443"), to its host as written, for error messages.
+	// spelled maps each pattern registered otherwise than written (a
+	// port, an upper-case host: "billing.test@8443/v1/") to the pattern as
+	// written, for error messages; nil when there is none.
 	spelled map[string]string
 }
 
@@ -86,31 +98,42 @@ const noRoute = -1
 // register adds pattern p, turning ServeMux's panic on a bad one into an
 // error.
 func (r *Routes) register(p string) (err error) {
+	var undo func() // forgets p's spelling when p fails
 	defer func() {
 		if v := recover(); v != nil {
-			reason := fmt.Sprint(v)
 			// ServeMux prefixes its messages with the pattern; say it once.
-			// A pattern with a port was registered with its host spelled
-			// otherwise; the reason quotes every pattern as written.
-			for registered, written := range r.spelled {
-				reason = strings.ReplaceAll(reason, registered, written)
-			}
+			// A pattern registered otherwise than written is quoted as
+			// written.
+			reason := r.asWritten(fmt.Sprint(v))
 			reason = strings.TrimPrefix(reason, "parsing "+fmt.Sprintf("%q", p)+": ")
 			err = &RoutePatternError{Pattern: p, Reason: reason}
+			if undo != nil {
+				undo()
+			}
 		}
 	}()
 	if strings.TrimSpace(p) == "" {
 		return &RoutePatternError{Pattern: p, Reason: "empty pattern"}
 	}
-	registered, host, hasPort, err := withPortSpelled(p)
+	registered, hasPort, err := registeredPattern(p)
 	if err != nil {
 		return &RoutePatternError{Pattern: p, Reason: err.Error()}
 	}
-	if hasPort {
+	if registered != p {
 		if r.spelled == nil {
 			r.spelled = map[string]string{}
 		}
-		r.spelled[portSpelled(host)] = host
+		// p's own messages quote p; a p that fails leaves the spelling of
+		// the pattern it conflicts with.
+		prev, had := r.spelled[registered]
+		r.spelled[registered] = p
+		undo = func() {
+			if had {
+				r.spelled[registered] = prev
+			} else {
+				delete(r.spelled, registered)
+			}
+		}
 	}
 	r.mux.Handle(registered, routeHandler(len(r.patterns)))
 	if hasPort && r.withPort == nil {
@@ -123,12 +146,34 @@ func (r *Routes) register(p string) (err error) {
 	return nil
 }
 
-// withPortSpelled returns pattern p as it is registered: p itself, or,
-// when its host names a port, p with that host's port separator spelled
-// '@' (the same length, so ServeMux's offsets still point into p). host is
-// p's host as written. A port that is empty or not a number, or that
-// follows no host name, is an error.
-func withPortSpelled(p string) (registered, host string, hasPort bool, err error) {
+// asWritten returns reason, a ServeMux message, with every pattern
+// registered otherwise than written spelled as written.
+// ServeMux prints a pattern plain and quoted (%q), so both are replaced,
+// the longest first: one pattern may hold another.
+func (r *Routes) asWritten(reason string) string {
+	if len(r.spelled) == 0 {
+		return reason
+	}
+	var olds []string
+	news := map[string]string{}
+	for reg, written := range r.spelled {
+		olds = append(olds, reg, strconv.Quote(reg))
+		news[reg], news[strconv.Quote(reg)] = written, strconv.Quote(written)
+	}
+	slices.SortFunc(olds, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	pairs := make([]string, 0, 2*len(olds))
+	for _, o := range olds {
+		pairs = append(pairs, o, news[o])
+	}
+	return strings.NewReplacer(pairs...).Replace(reason)
+}
+
+// registeredPattern returns pattern p as it is registered: its host
+// lower-cased, and, when that host names a port, its port separator spelled
+// '@' (an ASCII host keeps its length, so ServeMux's offsets in its
+// messages still point into p). A port that is not a number from 1 to 65535 written
+// without leading zeros, or that follows no host name, is an error.
+func registeredPattern(p string) (registered string, hasPort bool, err error) {
 	// The host is what ServeMux reads as one: after the method and its
 	// blanks, up to the first '/'.
 	start := 0
@@ -140,21 +185,22 @@ func withPortSpelled(p string) (registered, host string, hasPort bool, err error
 	}
 	end := strings.IndexByte(p[start:], '/')
 	if end < 0 {
-		return p, "", false, nil // ServeMux rejects it
+		return p, false, nil // ServeMux rejects it
 	}
-	host = p[start : start+end]
-	colon := strings.LastIndexByte(host, ':')
-	if colon < 0 || strings.IndexByte(host[colon:], ']') >= 0 {
-		return p, host, false, nil // no port ("[::1]" has none)
+	host := p[start : start+end]
+	lower := strings.ToLower(host)
+	colon := strings.LastIndexByte(lower, ':')
+	if colon < 0 || strings.IndexByte(lower[colon:], ']') >= 0 {
+		return p[:start] + lower + p[start+end:], false, nil // no port ("[::1]" has none)
 	}
-	port := host[colon+1:]
-	if port == "" || strings.Trim(port, "0123456789") != "" {
-		return "", host, false, fmt.Errorf("host %q: port must be a number", host)
+	port := lower[colon+1:]
+	if n, perr := strconv.ParseUint(port, 10, 16); perr != nil || n == 0 || port[0] == '0' {
+		return "", false, fmt.Errorf("host %q: port must be a number from 1 to 65535, without leading zeros", host)
 	}
 	if colon == 0 {
-		return "", host, false, fmt.Errorf("host %q: a port needs a host name", host)
+		return "", false, fmt.Errorf("host %q: a port needs a host name", host)
 	}
-	return p[:start] + portSpelled(host) + p[start+end:], host, true, nil
+	return p[:start] + portSpelled(lower) + p[start+end:], true, nil
 }
 
 // portSpelled returns host[:port] with the separator of its port spelled
@@ -232,6 +278,12 @@ func hostPortSpelled(hostport, scheme string) string {
 	if i := strings.LastIndexByte(hostport, ':'); i >= 0 && strings.IndexByte(hostport[i:], ']') < 0 {
 		if i == len(hostport)-1 { // "host:" names the default port
 			hostport = hostport[:i]
+		} else if port := hostport[i+1:]; port[0] == '0' && len(port) > 1 {
+			// Patterns name a port by its value, without leading zeros.
+			if port = strings.TrimLeft(port, "0"); port == "" {
+				port = "0"
+			}
+			return hostport[:i] + "@" + port
 		} else {
 			return portSpelled(hostport)
 		}

@@ -1,6 +1,7 @@
 package middleware_test
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -194,5 +195,67 @@ func TestRoutePatternWithPortMatchesHostAndPort(t *testing.T) {
 	_, err = middleware.NewRoutes("POST billing.test:8443/v1/{x}", "POST billing.test:8443/v1/{y}")
 	if err == nil || !strings.Contains(err.Error(), "billing.test:8443") || strings.Contains(err.Error(), "billing.test@") {
 		t.Errorf("a conflict between patterns with a port: got %v, want it to quote them as written", err)
+	}
+}
+
+// TestRoutePatternPortOutOfRangeIsRejected: a pattern's port only had to
+// be digits, so "billing.test:99999/" loaded and never matched, and
+// "billing.test:08443/" never matched a request to port 8443. A port is a
+// number from 1 to 65535 written without leading zeros, or the pattern is
+// rejected; a request's port is compared by its value.
+func TestRoutePatternPortOutOfRangeIsRejected(t *testing.T) {
+	for _, bad := range []string{
+		"billing.test:99999/",
+		"billing.test:65536/",
+		"billing.test:0/",
+		"billing.test:08443/",
+		"POST billing.test:18446744073709551617/v1/",
+	} {
+		_, err := middleware.NewRoutes(bad)
+		var pe *middleware.RoutePatternError
+		if !errors.As(err, &pe) || pe.Pattern != bad || !strings.Contains(pe.Reason, "port must be a number from 1 to 65535") {
+			t.Errorf("NewRoutes(%q): got %v, want a *RoutePatternError for its port", bad, err)
+		}
+	}
+	routes, err := middleware.NewRoutes("billing.test:65535/", "billing.test:1/", "billing.test:8443/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for url, want := range map[string]string{
+		"http://billing.test:65535/x": "billing.test:65535/",
+		"http://billing.test:1/x":     "billing.test:1/",
+		"http://billing.test:08443/x": "billing.test:8443/", // the port's value
+	} {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if got, ok := routes.Match(req); !ok || got != want {
+			t.Errorf("Match(%s): got %q, %v; want %q", url, got, ok, want)
+		}
+	}
+}
+
+// TestRoutePatternHostMatchesIgnoringCase: a request's host is lower-cased
+// before it is matched, a pattern's host was not, so a pattern whose host
+// had an upper-case letter loaded and never matched. Host names compare
+// ignoring case; errors still quote a pattern as written.
+func TestRoutePatternHostMatchesIgnoringCase(t *testing.T) {
+	routes, err := middleware.NewRoutes("Billing.Test/v1/", "POST API.test:8443/v1/charges")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ method, url, want string }{
+		{"GET", "https://billing.test/v1/x", "Billing.Test/v1/"},
+		{"GET", "https://BILLING.TEST/v1/x", "Billing.Test/v1/"},
+		{"POST", "https://api.test:8443/v1/charges", "POST API.test:8443/v1/charges"},
+		{"POST", "https://Api.Test:8443/v1/charges", "POST API.test:8443/v1/charges"},
+	} {
+		req, _ := http.NewRequest(tt.method, tt.url, nil)
+		if got, ok := routes.Match(req); !ok || got != tt.want {
+			t.Errorf("Match(%s %s): got %q, %v; want %q", tt.method, tt.url, got, ok, tt.want)
+		}
+	}
+	_, err = middleware.NewRoutes("GET Billing.Test:8443/v1/{x}", "GET Billing.Test:8443/v1/{y}", "Other.Test/a/{x}", "Other.Test/a/{y}")
+	if err == nil || strings.Count(err.Error(), "Billing.Test:8443") < 2 || strings.Count(err.Error(), "Other.Test/a/") < 2 ||
+		strings.Contains(err.Error(), "billing.test") || strings.Contains(err.Error(), "other.test") {
+		t.Errorf("conflicts between patterns with upper-case hosts: got %v, want them quoted as written", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -66,8 +67,13 @@ type TimeoutOptions struct {
 // start travels with the hop: on a redirect response (301, 302, 303, 307,
 // 308) the layer leaves it in the context of a shallow copy of
 // resp.Request, which http.Client links to the next hop as
-// req.Response.Request. A hop that matches another route counts that
-// route's timeout from the same start.
+// req.Response.Request. The start is taken once, by the first Timeout
+// layer of the next hop (a Timeout stacked inside that one counts from the
+// hop's own start); a hop that matches another route counts that route's
+// timeout from the same start. A later call that sends a request
+// of the same chain again (a Clone of resp.Request keeps its
+// req.Response), or a request whose chain is broken (see Redirects),
+// starts its own deadline, as http.Client.Timeout starts on every Do.
 //
 // Overrides.Timeout in the request context replaces d for that request. When
 // the caller's context already ends at or before the would-be deadline, the
@@ -197,9 +203,20 @@ func (t *deadlineRT) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // callStartKey is the context key under which Timeout leaves, on the
-// Request of a redirect response, when the call began: the next hop's
-// deadline counts from there.
+// Request of a redirect response, a *callStart: when the call began, for
+// the next hop's deadline.
 type callStartKey struct{}
+
+// callStart is when a logical call began, left for its next redirect hop.
+// It is taken once: by the first Timeout layer of the first request that
+// follows the redirect, http.Client's next hop. A request sent later with
+// the same chain (a Clone of a request of it keeps req.Response) finds it
+// taken and starts its own deadline, as http.Client.Timeout starts on
+// every Do.
+type callStart struct {
+	t     time.Time
+	taken atomic.Bool
+}
 
 // redirectStatus reports whether http.Client follows a response of code.
 func redirectStatus(code int) bool {
@@ -212,16 +229,20 @@ func redirectStatus(code int) bool {
 }
 
 // startOf returns when the logical call of req began: now, unless t is the
-// call's Timeout and req is a redirect hop (http.Client links it to the
-// previous hop's response, req.Response) whose previous hop left its start
-// on that response's Request (markRedirect). So one timeout bounds every
-// hop of a call, as http.Client.Timeout does, rather than starting again
-// at each. A per-attempt deadline starts at each hop: a hop is an attempt.
+// call's Timeout and req is a redirect hop (Redirects: a chain that is not
+// broken) whose previous hop left its start on the response's Request
+// (markRedirect) and nobody took it yet. So one timeout bounds every hop
+// of a call, as http.Client.Timeout does, rather than starting again at
+// each. A per-attempt deadline starts at each hop: a hop is an attempt.
 func (t *deadlineRT) startOf(req *http.Request) time.Time {
-	if t.kind == deadlineCall && req.Response != nil && req.Response.Request != nil {
-		if start, ok := req.Response.Request.Context().Value(callStartKey{}).(time.Time); ok {
-			return start
-		}
+	if t.kind != deadlineCall || req.Response == nil {
+		return time.Now()
+	}
+	if _, _, ok := Redirects(req); !ok {
+		return time.Now()
+	}
+	if s, ok := req.Response.Request.Context().Value(callStartKey{}).(*callStart); ok && s.taken.CompareAndSwap(false, true) {
+		return s.t
 	}
 	return time.Now()
 }
@@ -236,7 +257,7 @@ func (t *deadlineRT) markRedirect(resp *http.Response, err error, start time.Tim
 	if t.kind != deadlineCall || err != nil || resp == nil || resp.Request == nil || !redirectStatus(resp.StatusCode) {
 		return resp, err
 	}
-	resp.Request = resp.Request.WithContext(context.WithValue(resp.Request.Context(), callStartKey{}, start))
+	resp.Request = resp.Request.WithContext(context.WithValue(resp.Request.Context(), callStartKey{}, &callStart{t: start}))
 	return resp, nil
 }
 

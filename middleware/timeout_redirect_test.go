@@ -118,3 +118,50 @@ func routedTimeouts(next http.RoundTripper) http.RoundTripper {
 	none := middleware.Timeout(0, middleware.TimeoutOptions{})(next)
 	return middleware.Router(routes, map[string]http.RoundTripper{"/a1": one, "/a1x": one, "/b5": five, "/b5x": five, "/n0": none}, next)
 }
+
+// TestResentRedirectedRequestStartsItsOwnTimeout: the Timeout layer left
+// the call's start on the chain of the response the caller got back, so a
+// later call that re-sent a request of that chain (a Clone of
+// resp.Request keeps its req.Response), or that linked its request to the
+// redirect itself, inherited the old call's start and
+// timed out at once. Each call starts its own timeout, as
+// http.Client.Timeout starts on every Do; only the hop http.Client sends
+// next counts from the call's start.
+func TestResentRedirectedRequestStartsItsOwnTimeout(t *testing.T) {
+	for _, resend := range []struct {
+		name string
+		req  func(ctx context.Context, resp *http.Response) *http.Request
+	}{
+		{"a clone", func(ctx context.Context, resp *http.Response) *http.Request { return resp.Request.Clone(ctx) }},
+		{"a request linked to the redirect by its caller", func(ctx context.Context, resp *http.Response) *http.Request {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/b", nil)
+			req.Response = resp.Request.Response
+			return req
+		}},
+	} {
+		t.Run(resend.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				client := &http.Client{Transport: middleware.Timeout(time.Second, middleware.TimeoutOptions{})(
+					redirecting(400*time.Millisecond, map[string]string{"/a": "/b"}))}
+				resp, err := client.Get("http://svc.test/a")
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.Request.Response == nil {
+					t.Fatal("the response of the second hop has no chain")
+				}
+				time.Sleep(time.Minute) // the first call's timeout is long past
+				start := time.Now()
+				resp2, err := client.Do(resend.req(context.Background(), resp))
+				if err != nil {
+					t.Fatalf("a new call failed after %v: %v", time.Since(start), err)
+				}
+				resp2.Body.Close()
+				if got := time.Since(start); got != 400*time.Millisecond {
+					t.Errorf("the new call took %v, want 400ms", got)
+				}
+			})
+		})
+	}
+}

@@ -98,8 +98,9 @@ func (a *attemptRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	startAttrs := common(make([]attribute.KeyValue, 0, 6), client, m, addr, port)
 	// Every resend counts, a retry's and a redirect's alike: a redirect
 	// hop is a new logical call whose request carries the response that
-	// caused it.
-	if resends := redirects(req) + n - 1; resends > 0 {
+	// caused it. A broken chain counts the hops it shows.
+	_, hops, _ := middleware.Redirects(req)
+	if resends := hops + n - 1; resends > 0 {
 		startAttrs = append(startAttrs, semconv.HTTPRequestResendCount(resends))
 	}
 	name := m
@@ -130,23 +131,6 @@ func (a *attemptRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	span.End()
 	return resp, err
 }
-
-// redirects returns how many redirect hops led to req: the chain of the
-// responses that caused it (Request.Response, set by http.Client).
-func redirects(req *http.Request) int {
-	n := 0
-	for r := req.Response; r != nil && n < maxRedirectChain; n++ {
-		if r.Request == nil {
-			return n + 1
-		}
-		r = r.Request.Response
-	}
-	return n
-}
-
-// maxRedirectChain bounds the walk of redirects, far above http.Client's
-// default of 10 hops.
-const maxRedirectChain = 1000
 
 // cutKey is the context key of a call's *cutAttempts.
 type cutKey struct{}
