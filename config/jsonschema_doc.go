@@ -73,6 +73,13 @@ var keyDocs = map[string]string{
 
 	"rate_limit.requests_per_second": "Sustained rate of attempts (every retry takes a token too). 0 = unlimited.",
 	"rate_limit.burst":               "Attempts that may go at once after a quiet spell; >= 1 when a rate is set.",
+	"rate_limit.scope":               "process: this process's own token bucket; fleet: one quota shared by every process through factory.Options.Quotas (a Redis store: quotas/redis).",
+	"rate_limit.key":                 "The quota's name in the store. \"\" = the group's name, else the client's.",
+	"rate_limit.per_header":          "One quota per value of this request header (hashed, never stored or logged in clear); a request without it shares the key's quota. \"\" = one quota. With scope process, at most 10,000 values are kept (least recently used evicted).",
+	"rate_limit.store_timeout":       "Longest a decision waits for the store (scope fleet); then on_store_error applies. 0 = 50ms.",
+	"rate_limit.on_store_error":      "When the store fails or times out: local (this process's own bucket at fallback_per_second, kept warm), allow (admit), deny (refuse with ErrRateLimited).",
+	"rate_limit.fallback_per_second": "This process's own rate while the store is failing, with on_store_error local. 0 = requests_per_second.",
+	"rate_limit.respect_server":      "A 429 or 503 carrying Retry-After or RateLimit-Reset (delta seconds) pauses the quota until then, fleet-wide with scope fleet, capped at retry.max_backoff.",
 
 	"auth.host":                "URL host[:port] that receives the credential (case-insensitive; a default port written or implied is the same); required when a credential is set. Other hosts, and redirects that change the scheme, get none.",
 	"auth.bearer_token":        "Sent as `Authorization: Bearer <token>`. Secret: never shown.",

@@ -92,6 +92,9 @@ func validateClient(prefix string, c ClientConfig, strict bool) []*FieldError {
 	if c.RateLimit.RequestsPerSecond > 0 && c.RateLimit.Burst < 1 {
 		v.failAbout("rate_limit.burst", []string{"rate_limit.requests_per_second"}, "must be >= 1 when requests_per_second is set, got %d", c.RateLimit.Burst)
 	}
+	if h := c.RateLimit.PerHeader; h != "" && !isToken(h) {
+		v.fail("rate_limit.per_header", "must be an HTTP header name, got %s", quoteShort(h))
+	}
 	validateAuth(v, c.Auth)
 	validateSecrets(v, c)
 	validateFault(v, c.Fault)

@@ -340,6 +340,10 @@ func (r *Registry) prepare(cfg config.Config) (*txn, error) {
 			seen[err.Error()] = true
 			errs = append(errs, err)
 		}
+		if err := r.needsQuotas(sectionOf(name, defined), want); err != nil && !seen[err.Error()] {
+			seen[err.Error()] = true
+			errs = append(errs, err)
+		}
 		t.mats[i] = m
 		t.inputs[i] = clientInput{cfg: want, defined: defined, credDigest: m.credDigest, tlsDigest: m.tlsDigest}
 	}
@@ -352,6 +356,17 @@ func (r *Registry) prepare(cfg config.Config) (*txn, error) {
 	}
 	t.plans, t.groups = planAll(t.names, was, t.inputs, groupViewOf(t.old.pipes), r.opts.Base != nil)
 	return t, nil
+}
+
+// needsQuotas returns the error of a client (at section) whose rate limit
+// has scope fleet while Options.Quotas is nil: a cross-field rule between
+// the config and the code, so the factory checks it.
+func (r *Registry) needsQuotas(section string, c config.ClientConfig) error {
+	if r.opts.Quotas != nil || c.RateLimit.RequestsPerSecond <= 0 || c.RateLimit.Scope != middleware.QuotaFleet {
+		return nil
+	}
+	return &config.FieldError{Path: section + ".rate_limit.scope",
+		Msg: "fleet needs a quota store: set factory.Options.Quotas (such as quotas/redis), or use scope process"}
 }
 
 // sortedPlans returns plans sorted by client name.

@@ -80,7 +80,7 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	}
 	ev := r.events(name, "", c.Logging.Events)
 	h := r.hooks(name)
-	if retunes, err = r.stateful(p, old, cp, buildCtx{owner: name, section: sectionOf(name, in.defined), in: in, m: m, ev: ev, hooks: h}, gt); err != nil {
+	if retunes, err = r.stateful(p, old, cp, buildCtx{owner: name, section: sectionOf(name, in.defined), in: in, m: m, ev: ev, hooks: h, quotas: r.opts.Quotas}, gt); err != nil {
 		return nil, nil, err
 	}
 	// The latencies hedging samples hold no settings: always kept.
@@ -231,7 +231,7 @@ func (r *Registry) chain(p *pipeline, s config.RouteConfig, ev *middleware.Event
 	layers = append(layers, middleware.AttemptTimeout(s.Retry.AttemptTimeout, tmo))
 	layers = append(layers, h.Attempt...)
 	if p.limiter != nil {
-		layers = append(layers, p.limiter.MiddlewareFor(r.events(name, p.groups[ComponentRateLimit], p.in.cfg.Logging.Events)))
+		layers = append(layers, p.limiter.Layer(r.events(name, p.groups[ComponentRateLimit], p.in.cfg.Logging.Events), s.Retry.MaxBackoff))
 	}
 	layers = append(layers, middleware.Headers(s.Headers, middleware.HeadersOptions{Events: ev}))
 	return middleware.Chain(layers...)(lower)
@@ -323,6 +323,7 @@ type buildCtx struct {
 	m       material
 	ev      *middleware.Events
 	hooks   Hooks
+	quotas  middleware.QuotaStore // Options.Quotas
 }
 
 // anyPart is a part of any component type: what build, the groups and

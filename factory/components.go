@@ -88,7 +88,13 @@ var components = []component{
 		part: part[*middleware.RateLimit]{
 			field: func(p *pipeline) **middleware.RateLimit { return &p.limiter },
 			build: func(b buildCtx) (*middleware.RateLimit, error) {
-				return middleware.NewRateLimit(b.in.cfg.RateLimit, middleware.RateLimitOptions{Events: b.ev}), nil
+				// Its quota's default key is the owner: the group's name, else
+				// the client's. Scope fleet is a mode of this component, not a
+				// row of its own: same keys, group, place and retune; the
+				// fleet's state lives in Options.Quotas, so a reload between
+				// scopes keeps both this process's buckets and the store's.
+				return middleware.NewRateLimit(b.in.cfg.RateLimit, middleware.RateLimitOptions{
+					Events: b.ev, Name: b.owner, Quotas: b.quotas}), nil
 			},
 			retune: func(x *middleware.RateLimit, in clientInput) { x.Update(in.cfg.RateLimit) },
 		},

@@ -66,7 +66,8 @@ import (
 //	    },
 //	    "bulkhead_in_use": 1,          // bulkhead slots taken now; 0 when off
 //	    "bulkhead_limit": 4,           // bulkhead.max_concurrent; 0 when off
-//	    "limiter_tokens": 1.5,         // rate-limit tokens available now; absent when off
+//	    "limiter_tokens": 1.5,         // rate-limit tokens available now; absent when off or scope fleet
+//	    "quota_mode": "store",         // scope fleet: store, or fallback while the store fails
 //	    "routes": ["GET /v1/reports/{id}"], // the patterns of the client's routes, sorted; absent when none
 //	    "groups": {"rate_limit": "billing"}, // each component shared with other clients, by block, and its group; absent when none
 //	    "fault": {…},                  // the fault block while fault.enabled, so a game day left on shows
@@ -212,6 +213,7 @@ type clientDoc struct {
 	BulkheadInUse int               `json:"bulkhead_in_use"`
 	BulkheadLimit int               `json:"bulkhead_limit"`
 	LimiterTokens *float64          `json:"limiter_tokens,omitempty"`
+	QuotaMode     string            `json:"quota_mode,omitempty"`
 	Routes        []string          `json:"routes,omitempty"`
 	Groups        map[string]string `json:"groups,omitempty"`
 	Fault         any               `json:"fault,omitempty"`
@@ -250,7 +252,7 @@ func clientDocOf(c ClientStatus) clientDoc {
 		Name: c.Name, Defined: c.Defined, ConfigHash: c.ConfigHash, Generation: c.Generation,
 		BudgetBalance: finite(c.BudgetBalance), Breaker: breakerDocOf(c),
 		BulkheadInUse: c.BulkheadInUse, BulkheadLimit: c.BulkheadLimit,
-		LimiterTokens: c.LimiterTokens, Routes: c.Routes, Groups: c.Groups,
+		LimiterTokens: c.LimiterTokens, QuotaMode: c.QuotaMode, Routes: c.Routes, Groups: c.Groups,
 		Calls: c.Calls, Failures: c.Failures, Rejections: c.Rejections,
 	}
 	if c.Config.Hedge.Enabled {

@@ -83,6 +83,12 @@ type Options struct {
 	DrainGrace time.Duration
 	// Environ replaces os.Environ as the env layer's source; nil = os.Environ.
 	Environ func() []string
+	// Quotas is the store of every rate limit with scope fleet: one quota
+	// per key shared by every process that uses the same store (the
+	// module github.com/switchboard-http/switchboard/quotas/redis is one
+	// on Redis). Nil means none: a client with rate_limit.scope fleet is
+	// then an error at Open, and rejects a reload.
+	Quotas middleware.QuotaStore
 	// Observer receives every event of every client, for metrics; nil = none.
 	Observer middleware.Observer
 	// Base, when not nil, is the base RoundTripper of every client instead of

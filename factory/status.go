@@ -77,6 +77,10 @@ type ClientStatus struct {
 	// LimiterTokens is how many rate-limit tokens are available now; nil
 	// when the rate limit is off (never +Inf, which JSON cannot encode).
 	LimiterTokens *float64 `json:"limiter_tokens,omitempty"`
+	// QuotaMode is, for a rate limit with scope fleet, "store" while its
+	// decisions come from Options.Quotas and "fallback" while the store
+	// fails (rate_limit.on_store_error applies); "" otherwise.
+	QuotaMode string `json:"quota_mode,omitempty"`
 	// Groups maps each component the client shares with other clients
 	// (circuit_breaker, bulkhead, rate_limit) to its group; nil when it
 	// shares none. A shared component's state above is the group's.
@@ -179,6 +183,7 @@ func (r *Registry) Status() Status {
 			if tokens := p.limiter.Tokens(); !math.IsInf(tokens, 0) && !math.IsNaN(tokens) {
 				cs.LimiterTokens = &tokens
 			}
+			cs.QuotaMode = p.limiter.QuotaMode()
 		}
 		s.Clients = append(s.Clients, cs)
 	}

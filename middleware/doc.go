@@ -61,9 +61,11 @@
 //	                   with its probes taken, adaptive throttling),         copy neither wins nor
 //	                   ErrBulkheadFull (no slot within max_wait, or a       starts another
 //	                   deadline ended the wait), ErrRateLimited (no
-//	                   token before the deadline, or a deadline ended
-//	                   the wait); a copy whose request body could not
-//	                   be produced again (GetBody failed)
+//	                   token or end of a server's pause before the
+//	                   deadline, a deadline ended the wait, or a fleet
+//	                   quota's store failed with on_store_error deny);
+//	                   a copy whose request body could not be produced
+//	                   again (GetBody failed)
 //	OutcomeCallerGone  an error after the caller's context was cancelled   not retried             neither
 //	                   or passed the caller's own deadline
 //	------------------------------------------------------------------------------------------------------------

@@ -19,14 +19,28 @@ const (
 	EventCircuitRejected      = "circuit.rejected"
 	EventBulkheadRejected     = "bulkhead.rejected"
 	EventRateLimitWaited      = "ratelimit.waited"
-	EventTimeoutExceeded      = "timeout.exceeded"
-	EventConfigReloaded       = "config.reloaded"
-	EventConfigRejected       = "config.rejected"
-	EventConfigUnchanged      = "config.unchanged"
-	EventFaultInjected        = "fault.injected"
-	EventHedgeSent            = "hedge.sent"
-	EventHedgeWon             = "hedge.won"
-	EventHedgeCancelled       = "hedge.cancelled"
+	// EventRateLimitRefused: an attempt refused with ErrRateLimited
+	// before it was sent (its wait could not end before the deadline, or
+	// the store failed with on_store_error deny). Debug.
+	EventRateLimitRefused = "ratelimit.refused"
+	// EventRateLimitPaused: a 429 or 503 paused a quota (respect_server;
+	// Info, Delay the pause, Status the response's), or an attempt met a
+	// pause (Debug, Delay the time left).
+	EventRateLimitPaused = "ratelimit.paused"
+	// EventRateLimitStoreError: a fleet quota's store failed or timed out;
+	// Warn for the first failure of a spell, Debug for the others.
+	EventRateLimitStoreError = "ratelimit.store_error"
+	// EventRateLimitStoreRecovered: the store answers again after a
+	// failing spell. Info.
+	EventRateLimitStoreRecovered = "ratelimit.store_recovered"
+	EventTimeoutExceeded         = "timeout.exceeded"
+	EventConfigReloaded          = "config.reloaded"
+	EventConfigRejected          = "config.rejected"
+	EventConfigUnchanged         = "config.unchanged"
+	EventFaultInjected           = "fault.injected"
+	EventHedgeSent               = "hedge.sent"
+	EventHedgeWon                = "hedge.won"
+	EventHedgeCancelled          = "hedge.cancelled"
 )
 
 // Event is one thing that happened in a pipeline, as handed to an Observer.
@@ -43,6 +57,7 @@ type Event struct {
 	Delay   time.Duration // a wait: backoff before a retry, limiter wait, time until the next probe
 	Err     error         // the error, already redacted
 	Reason  string        // free text: why a breaker opened, why a reload was rejected
+	Scope   string        // a rate-limit event's quota scope: "process" or "fleet"
 }
 
 // Observer receives every event of the clients it is given to, for metrics.
@@ -100,7 +115,7 @@ func (ev *Events) logs(ctx context.Context, level slog.Level) bool {
 
 // Attrs returns e as the attributes of its slog record: event and client
 // always, every other field that is set under its own key (group, method,
-// url, host, attempt, status, delay, error, reason). Integrations that
+// url, host, attempt, status, delay, error, reason, scope). Integrations that
 // report events elsewhere (span events) use it, so every sink shows the
 // same attributes. e's URL and Err are redacted already when e comes from
 // Emit. It allocates the slice.
@@ -133,6 +148,9 @@ func (e Event) Attrs() []slog.Attr {
 	}
 	if e.Reason != "" {
 		attrs = append(attrs, slog.String("reason", e.Reason))
+	}
+	if e.Scope != "" {
+		attrs = append(attrs, slog.String("scope", e.Scope))
 	}
 	return attrs
 }

@@ -29,7 +29,8 @@ const (
 	// saw it (local back-pressure): the error matches ErrCircuitOpen (a
 	// breaker's rejection, adaptive throttling's included), ErrBulkheadFull
 	// (no slot within max_wait, or before a deadline ended the wait) or
-	// ErrRateLimited (no token before the deadline); Rejection names which.
+	// ErrRateLimited (no token before the deadline, or a fleet quota's
+	// store failed with on_store_error deny); Rejection names which.
 	// A hedged copy or a retry whose request body could not be produced
 	// again (the request's GetBody failed) was never sent either, and is
 	// rejected too, though Rejection names no sentinel for it.

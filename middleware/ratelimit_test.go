@@ -184,8 +184,15 @@ func TestRateLimitWaitEndsWithContext(t *testing.T) {
 				if got := l.Tokens(); !tokensNear(got, tt.tokensAt) {
 					t.Errorf("Tokens: got %v, want %v (the cancelled wait gives its token back)", got, tt.tokensAt)
 				}
-				if evs := log.all(); len(evs) != 0 {
-					t.Errorf("events: got %+v, want none for a wait that did not end in an attempt", evs)
+				if evs := log.Named(middleware.EventRateLimitWaited); len(evs) != 0 {
+					t.Errorf("waited events: got %+v, want none for a wait that did not end in an attempt", evs)
+				}
+				// Only the wait refused up front is a refusal; one cut short is not.
+				refusedUpFront := tt.name == "deadline before the token"
+				if evs := log.Named(middleware.EventRateLimitRefused); refusedUpFront != (len(evs) == 1) || len(evs) > 1 {
+					t.Errorf("refused events: got %+v, want one only for a wait refused up front (%v)", evs, refusedUpFront)
+				} else if len(evs) == 1 && evs[0].Scope != "process" {
+					t.Errorf("refused event scope %q, want process", evs[0].Scope)
 				}
 			})
 		})

@@ -111,9 +111,61 @@ type RateLimitSettings struct {
 	// share one limiter (their rate_limit settings must be equal); "" is
 	// the client's own.
 	Group string `koanf:"group" json:"group"`
+	// Scope is process (this process's own bucket) or fleet (one quota
+	// shared through a QuotaStore by every process that names its key);
+	// "" means process.
+	Scope QuotaScope `koanf:"scope" json:"scope" enum:"process,fleet"`
+	// Key is the quota's name in the store; "" means the group's name,
+	// else the client's.
+	Key string `koanf:"key" json:"key"`
+	// PerHeader, when not "", keeps one quota per value of this request
+	// header (the value is hashed, never stored or logged in clear); a
+	// request without it shares the Key quota. "" means one quota.
+	PerHeader string `koanf:"per_header" json:"per_header"`
+	// StoreTimeout bounds every decision of the store (scope fleet); zero
+	// means DefaultQuotaStoreTimeout.
+	StoreTimeout time.Duration `koanf:"store_timeout" json:"store_timeout" minimum:"0"`
+	// OnStoreError is local, allow or deny: what a decision does when the
+	// store fails or times out; "" means local.
+	OnStoreError QuotaFallback `koanf:"on_store_error" json:"on_store_error" enum:"local,allow,deny"`
+	// FallbackPerSecond is this process's own rate while the store fails
+	// (with local); zero means RequestsPerSecond.
+	FallbackPerSecond float64 `koanf:"fallback_per_second" json:"fallback_per_second" minimum:"0"`
+	// RespectServer makes a 429 or 503 carrying Retry-After or
+	// RateLimit-Reset pause the quota until then (fleet-wide with scope
+	// fleet), capped at retry.max_backoff. False ignores them here (the
+	// retry layer still reads Retry-After).
+	RespectServer bool `koanf:"respect_server" json:"respect_server"`
 }
 
-// DefaultRateLimitSettings returns the built-in rate limit settings (unlimited, burst 1).
+// QuotaScope is where a rate limit's quota lives. The zero value ""
+// means QuotaProcess.
+type QuotaScope string
+
+// The quota scopes.
+const (
+	QuotaProcess QuotaScope = "process" // an x/time/rate bucket in this process
+	QuotaFleet   QuotaScope = "fleet"   // one quota in a QuotaStore, shared by every process
+)
+
+// QuotaFallback is what a fleet quota does while its store fails. The
+// zero value "" means QuotaLocal.
+type QuotaFallback string
+
+// The store-failure modes.
+const (
+	QuotaLocal QuotaFallback = "local" // this process's own bucket at fallback_per_second
+	QuotaAllow QuotaFallback = "allow" // admit every attempt
+	QuotaDeny  QuotaFallback = "deny"  // refuse every attempt with ErrRateLimited
+)
+
+// DefaultQuotaStoreTimeout is the store_timeout a zero StoreTimeout stands for.
+const DefaultQuotaStoreTimeout = 50 * time.Millisecond
+
+// DefaultRateLimitSettings returns the built-in rate limit settings
+// (unlimited, burst 1, scope process, store_timeout 50ms, on_store_error
+// local).
 func DefaultRateLimitSettings() RateLimitSettings {
-	return RateLimitSettings{Burst: DefaultRateLimitBurst}
+	return RateLimitSettings{Burst: DefaultRateLimitBurst, Scope: QuotaProcess,
+		StoreTimeout: DefaultQuotaStoreTimeout, OnStoreError: QuotaLocal}
 }

@@ -47,7 +47,9 @@
 //	                                                                                                               attempts, backoff and waits included
 //	switchboard.events                 Int64Counter        {event}      event.name, switchboard.client             each resilience event (middleware.Event*:
 //	                                                                    (none for config.* events),                retry.attempt, circuit.opened, …)
-//	                                                                    switchboard.group (a shared component's)
+//	                                                                    switchboard.group (a shared component's),
+//	                                                                    switchboard.ratelimit.scope (ratelimit.*:
+//	                                                                    process | fleet)
 //	switchboard.config.reloads         Int64Counter        {reload}     switchboard.reload.outcome:                each reload attempt: config.reloaded,
 //	                                                                    applied | rejected | skipped               config.rejected, config.unchanged
 //	switchboard.circuit_breaker.state  Int64ObservableGauge {state}       switchboard.client,                        every collection, from the first, per

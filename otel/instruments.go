@@ -24,6 +24,7 @@ const (
 const (
 	attrClient        = "switchboard.client"
 	attrGroup         = "switchboard.group"
+	attrQuotaScope    = "switchboard.ratelimit.scope"
 	attrEventName     = "event.name"
 	attrReloadOutcome = "switchboard.reload.outcome"
 	attrBreakerHost   = "switchboard.circuit_breaker.host"

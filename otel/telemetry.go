@@ -159,13 +159,16 @@ func (t *Telemetry) HooksFor(name string) factory.Hooks {
 // from middleware.Events.Emit, already redacted. OnEvent makes t a
 // middleware.Observer.
 func (t *Telemetry) OnEvent(ctx context.Context, e middleware.Event) {
-	attrs := make([]attribute.KeyValue, 1, 3)
+	attrs := make([]attribute.KeyValue, 1, 4)
 	attrs[0] = attribute.String(attrEventName, e.Name)
 	if e.Client != "" {
 		attrs = append(attrs, attribute.String(attrClient, e.Client))
 	}
 	if e.Group != "" { // a component shared by a group: bounded by the config
 		attrs = append(attrs, attribute.String(attrGroup, e.Group))
+	}
+	if e.Scope != "" { // a rate-limit event's quota scope: process or fleet
+		attrs = append(attrs, attribute.String(attrQuotaScope, e.Scope))
 	}
 	t.events.Add(ctx, 1, metric.WithAttributes(attrs...))
 	if outcome := reloadOutcome(e.Name); outcome != "" {

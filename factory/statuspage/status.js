@@ -191,7 +191,9 @@
 
     const dl = tile.appendChild(el('dl', 'facts'));
     fact(dl, 'bulkhead', c.bulkhead_limit > 0 ? c.bulkhead_in_use + ' / ' + c.bulkhead_limit + ' in use' : 'off');
-    fact(dl, 'rate limit', c.limiter_tokens !== undefined ? num(c.limiter_tokens, 1) + ' tokens' : 'off');
+    let limit = c.limiter_tokens !== undefined ? num(c.limiter_tokens, 1) + ' tokens' : 'off';
+    if (c.quota_mode) limit += ' · fleet quota: ' + c.quota_mode;
+    fact(dl, 'rate limit', limit);
     fact(dl, 'retry budget', c.budget_balance !== null ? num(c.budget_balance, 1) + ' retries' : 'off');
     fact(dl, 'hedge delay', c.hedge_delay_seconds !== undefined ? duration(c.hedge_delay_seconds) : 'off');
     fact(dl, 'calls', c.calls + ' · ' + c.failures + ' failed · ' + c.rejections + ' rejected');

@@ -6,7 +6,7 @@
 // its imports: a newcomer copies whole files). A block whose imports all
 // resolve in this module is type-checked with go/types and the source
 // importer, against the code as it is. A block that imports what only a
-// nested module has (otel/, prometheus/, sources/etcd/, examples/stores/: their heavy
+// nested module has (otel/, prometheus/, sources/etcd/, examples/stores/, quotas/redis/: their heavy
 // dependencies stay out of this go.mod) cannot be type-checked here; it
 // must instead stand, line for line, in a .go file of the repository (an
 // Example or a program), which its own module's `go vet` and tests compile
@@ -175,6 +175,8 @@ var nestedPrefixes = []string{
 	"github.com/chromedp/",
 	"github.com/switchboard-http/switchboard/sources/",
 	"github.com/switchboard-http/switchboard/examples/stores",
+	"github.com/switchboard-http/switchboard/quotas/",
+	"github.com/redis/go-redis/",
 	"go.opentelemetry.io/",
 	"go.etcd.io/",
 	"github.com/knadh/koanf/providers/consul",
