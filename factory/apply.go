@@ -225,6 +225,9 @@ func (r *Registry) finish(out *outcome) {
 		r.sources.commit()
 	}
 	out.gen = r.gen.Load().num
+	if !out.skipped {
+		r.reloadLog.add(ReloadRecord{Time: time.Now(), Generation: out.gen, Err: out.err, Changed: changedClients(out.plans)})
+	}
 	r.mu.Unlock()
 	r.told.push(*out)
 }
@@ -452,12 +455,7 @@ func (r *Registry) tell(out outcome) {
 		}
 		return
 	}
-	var changed []string
-	for _, p := range out.plans {
-		if p.Action != ActionUnchanged {
-			changed = append(changed, p.Name)
-		}
-	}
+	changed := changedClients(out.plans)
 	ev := middleware.Event{Name: middleware.EventConfigReloaded}
 	if out.err != nil {
 		ev.Name, ev.Err = middleware.EventConfigRejected, out.err

@@ -87,6 +87,10 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	if p.latencies = old.latencies; p.latencies == nil {
 		p.latencies = middleware.NewLatencies()
 	}
+	// So do the call counts, which Status reports as cumulative.
+	if p.calls = old.calls; p.calls == nil {
+		p.calls = new(callCounts)
+	}
 
 	var bottom http.RoundTripper = r.opts.Base
 	if p.base != nil {
@@ -114,16 +118,17 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 		}
 		top = middleware.Router(routes, rts, top)
 	}
-	// A host-less URL is resolved against base_url before any layer, code's
-	// own included, sees it: routes match the resolved URL. Every error
-	// that leaves the pipeline, code's own layers' included, is redacted
-	// first.
+	// Every call is counted once, as its caller sees it (one atomic add).
+	// A host-less URL is resolved against base_url before any other layer,
+	// code's own included, sees it: routes match the resolved URL. Every
+	// error that leaves the pipeline, code's own layers' included, is
+	// redacted first.
 	base, err := baseURL(c.BaseURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("client %q: %w", name, err) // Validate rejects these first
 	}
-	layers := make([]middleware.Middleware, 0, 2+len(h.Outer))
-	layers = append(layers, middleware.BaseURL(base), middleware.RedactErrors())
+	layers := make([]middleware.Middleware, 0, 3+len(h.Outer))
+	layers = append(layers, countCalls(p.calls), middleware.BaseURL(base), middleware.RedactErrors())
 	layers = append(layers, h.Outer...)
 	p.rt = middleware.Chain(layers...)(top)
 	return p, retunes, nil

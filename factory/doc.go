@@ -15,8 +15,8 @@
 //
 // Each client's pipeline, outermost first (see package middleware):
 //
-//	error redaction → Hooks.Outer → timeout → breaker → bulkhead
-//	  → retry (+budget) → attempt timeout → Hooks.Attempt → rate limit
+//	call counts → base_url → error redaction → Hooks.Outer → timeout → breaker
+//	  → bulkhead → retry (+budget) → attempt timeout → Hooks.Attempt → rate limit
 //	  → headers → host-pinned auth → per-attempt logging → base *http.Transport
 //
 // Secret and TLS files named by the config (auth.bearer_token_file,
@@ -34,7 +34,9 @@
 // does not exist yet is watched too: its creation triggers the reload that
 // then succeeds.
 // Registry.Handler serves Status and each client's effective config, with
-// secrets redacted, as JSON for an ops endpoint.
+// secrets redacted, as JSON for tools and as a live status page for
+// browsers. The call counts of Status are the pipeline's outermost layer:
+// one atomic add per logical call, by middleware.Classify's outcome.
 //
 // A reload is one transaction in three phases (plan.go, build.go and
 // apply.go, which reads in its order): load every layer → validate → Plan

@@ -9,6 +9,8 @@ type breakerDoc struct {
 	RejectProbability *float64           `json:"reject_probability,omitempty"`
 	Hosts             map[string]string  `json:"hosts,omitempty"`
 	HostsRejectP      map[string]float64 `json:"hosts_reject_probability,omitempty"`
+	ProbeIn           *float64           `json:"probe_in_seconds,omitempty"`
+	HostsProbeIn      map[string]float64 `json:"hosts_probe_in_seconds,omitempty"`
 }
 
 // breakerDocOf returns c's breaker as Handler shows it, nil when it is
@@ -23,6 +25,10 @@ func breakerDocOf(c ClientStatus) *breakerDoc {
 		if p, ok := c.BreakerRejectProbability[""]; ok {
 			d.RejectProbability = finite(p)
 		}
+		if in, ok := c.BreakerProbeIn[""]; ok {
+			secs := in.Seconds()
+			d.ProbeIn = &secs
+		}
 		return d
 	}
 	// Scope host: no host tracked yet reads closed, as a new host starts.
@@ -31,6 +37,17 @@ func breakerDocOf(c ClientStatus) *breakerDoc {
 		d.Hosts[host] = st
 		if severity(st) > severity(d.State) {
 			d.State = st
+		}
+	}
+	// The soonest probe of an open host, and each one's.
+	for host, in := range c.BreakerProbeIn {
+		if d.HostsProbeIn == nil {
+			d.HostsProbeIn = make(map[string]float64, len(c.BreakerProbeIn))
+		}
+		secs := in.Seconds()
+		d.HostsProbeIn[host] = secs
+		if d.ProbeIn == nil || secs < *d.ProbeIn {
+			d.ProbeIn = &secs
 		}
 	}
 	if c.BreakerRejectProbability != nil {

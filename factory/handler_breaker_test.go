@@ -70,6 +70,18 @@ func TestHandlerNamesBreakerState(t *testing.T) {
 	}
 
 	got := statusBreakers(t, r)
+	// The open host's time to its probe shrinks as the test runs: it is
+	// within the cooldown, and the soonest host's is the breaker's.
+	hosts := got["hosts"].(map[string]any)
+	in, ok := hosts["probe_in_seconds"].(float64)
+	if !ok || in <= 0 || in > 30 {
+		t.Fatalf("hosts' probe_in_seconds: got %v, want in (0, 30]", hosts["probe_in_seconds"])
+	}
+	if per := hosts["hosts_probe_in_seconds"]; !reflect.DeepEqual(per, map[string]any{"down.test": in}) {
+		t.Fatalf("hosts_probe_in_seconds: got %v, want down.test only, %v", per, in)
+	}
+	delete(hosts, "probe_in_seconds")
+	delete(hosts, "hosts_probe_in_seconds")
 	want := map[string]any{
 		"off":      nil,
 		"client":   map[string]any{"state": "closed"},

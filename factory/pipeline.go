@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -33,19 +34,27 @@ type pipeline struct {
 	// by hedge.delay_percentile. Always on and always kept: they hold no
 	// settings, so no plan decides about them.
 	latencies *middleware.Latencies
+	// calls counts the client's logical calls by outcome for Status (see
+	// countCalls); handed on like latencies, so the counts are cumulative.
+	// Nil for a pipeline that was never built.
+	calls *callCounts
 
 	// hash is cfg.Hash(), made when Status first asks: a reload compares
 	// configs with ClientConfig.Equal, and hashing every new client was a
 	// third of loading a config.
 	hashOnce sync.Once
 	hash     string
+	// changed is config.ChangedKeys(config.Default(), cfg), made when
+	// Status first asks (see nonDefault).
+	changedOnce sync.Once
+	changed     []config.KeyChange
 }
 
 // closed returns the pipeline of p's client after Close: every request
 // fails with ErrClosed, and its stateful components stay for Status, but
 // for the base transport, which Close retires.
 func (p *pipeline) closed() *pipeline {
-	q := &pipeline{name: p.name, in: p.in, built: p.built, gen: p.gen, rt: errTransport{ErrClosed}}
+	q := &pipeline{name: p.name, in: p.in, built: p.built, gen: p.gen, rt: errTransport{ErrClosed}, calls: p.calls, latencies: p.latencies}
 	for _, comp := range components {
 		if comp.state != nil && !comp.state.base {
 			comp.state.part.carry(q, p)

@@ -78,6 +78,7 @@ type Registry struct {
 	closed      bool
 	lastReload  time.Time // when the serving generation was committed
 	lastErr     error
+	reloadLog   reloadRing // the last attempts, for Status.Reloads
 	lastHash    string
 	watcher     *reload.Watcher
 	due         chan struct{}     // a reload is due (watchers → reloader)
@@ -216,10 +217,13 @@ func (r *Registry) first(cfg config.Config) error {
 	if err := r.required(cfg); err != nil {
 		return err
 	}
-	_, g, _, _, err := r.commit(cfg, false)
+	_, g, plans, _, err := r.commit(cfg, false)
 	if err != nil {
 		return err
 	}
+	r.mu.Lock()
+	r.reloadLog.add(ReloadRecord{Time: r.lastReload, Generation: g.num, Changed: changedClients(sortedPlans(plans))})
+	r.mu.Unlock()
 	for _, p := range g.pipes {
 		r.warnInsecure(p)
 	}

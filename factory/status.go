@@ -34,6 +34,10 @@ type Status struct {
 	// good snapshot serves in place of a Read that failed. Nil without
 	// Sources.
 	Sources []SourceStatus `json:"sources,omitempty"`
+	// Reloads are the last MaxReloadRecords (20) reload attempts, newest
+	// first: the first load, then every applied or rejected Apply or
+	// reload (see ReloadRecord).
+	Reloads []ReloadRecord `json:"-"`
 }
 
 // ClientStatus is the state of one client. It holds no secrets (see
@@ -87,6 +91,49 @@ type ClientStatus struct {
 	// Routes lists the patterns of the client's routes, sorted; each
 	// route's effective settings are in Config.Routes. Nil without routes.
 	Routes []string `json:"routes,omitempty"`
+	// Calls counts the client's logical calls since the registry was made
+	// (across reloads), each once it returned to its caller, whatever
+	// its outcome (middleware.Classify). Failures counts those whose
+	// outcome was a failure (OutcomeFailure or OutcomePermanent: a status
+	// >= 500, a transport error, the client's timeout), Rejections those
+	// refused locally (OutcomeRejected: breaker open, bulkhead full, rate
+	// limited). Counting costs one atomic add per call. A rate is the
+	// difference of two snapshots over their time apart.
+	Calls      uint64 `json:"calls"`
+	Failures   uint64 `json:"failures"`
+	Rejections uint64 `json:"rejections"`
+	// BreakerProbeIn maps each open breaker, keyed as Breaker, to how long
+	// until it lets its next probe through; breakers that are not open
+	// are left out. Nil when the breaker is off.
+	BreakerProbeIn map[string]time.Duration `json:"-"`
+	// HedgeDelay is the wait before each extra copy of a hedged call now
+	// (middleware.HedgeDelay: hedge.delay, or the hedge.delay_percentile
+	// of the client's recent latencies when longer); 0 when hedging is off.
+	// Routes with their own hedge settings are in Config.Routes.
+	HedgeDelay time.Duration `json:"-"`
+	// NonDefault lists every key of Config whose value differs from the
+	// built-in defaults (config.Default()), in the order of the file format,
+	// each with where it came from; nil when none does.
+	NonDefault []ConfigKey `json:"-"`
+}
+
+// ConfigKey is one key of a client's effective config that differs from
+// the built-in default, with its provenance. It holds no secret: a secret
+// value reads REDACTED, as in Config. A plain value.
+type ConfigKey struct {
+	// Key is the dotted path within the client section
+	// ("retry.max_retries", "headers.User-Agent", a route's key).
+	Key string
+	// Value and Default are the effective and the built-in value as written
+	// in YAML (config.Setting.Text); "" for a header the defaults lack.
+	Value, Default string
+	// Origin is the layer that set the value (a client key its own section
+	// did not set has the Origin of the `defaults` key it inherited); the
+	// zero Origin, with Known false, when the config came from code
+	// (New, or Apply of a Config that Load did not make), which keeps no
+	// provenance.
+	Origin config.Origin
+	Known  bool
 }
 
 // Status returns a snapshot of the registry: one consistent generation
@@ -94,7 +141,7 @@ type ClientStatus struct {
 // cannot skew it). It is safe for concurrent use.
 func (r *Registry) Status() Status {
 	r.mu.Lock()
-	s := Status{LastReload: r.lastReload, LastError: r.lastErr}
+	s := Status{LastReload: r.lastReload, LastError: r.lastErr, Reloads: r.reloadLog.list()}
 	g := r.gen.Load() // with LastReload and LastError: what they describe
 	s.Sources = r.sources.status()
 	r.mu.Unlock()
@@ -115,7 +162,13 @@ func (r *Registry) Status() Status {
 			if p.in.cfg.CircuitBreaker.Mode == middleware.BreakerAdaptive {
 				cs.BreakerRejectProbability = p.breaker.Probabilities()
 			}
+			cs.BreakerProbeIn = p.breaker.ProbeIn()
 		}
+		cs.Calls, cs.Failures, cs.Rejections = p.calls.totals()
+		if p.in.cfg.Hedge.Enabled {
+			cs.HedgeDelay = middleware.HedgeDelay(p.in.cfg.Hedge, p.latencies)
+		}
+		cs.NonDefault = p.nonDefault(g.cfg.Provenance)
 		if p.bulkhead != nil {
 			cs.BulkheadInUse, cs.BulkheadLimit = p.bulkhead.InUse(), p.bulkhead.Limit()
 		}
@@ -142,3 +195,27 @@ func (r *Registry) Status() Status {
 // the key table marks as secret-bearing redacted (config.ClientConfig.Redacted),
 // routes included. c's maps are not changed; the result has its own.
 func shownConfig(c config.ClientConfig) config.ClientConfig { return c.Redacted() }
+
+// nonDefault returns ClientStatus.NonDefault of p: the keys whose values
+// differ from the built-in defaults (config.ChangedKeys, which never
+// returns a secret), computed once per pipeline, each with its origin in
+// prov, the provenance of the serving generation (nil: none known).
+func (p *pipeline) nonDefault(prov *config.Provenance) []ConfigKey {
+	if !p.built {
+		return nil
+	}
+	p.changedOnce.Do(func() { p.changed = config.ChangedKeys(config.Default(), p.in.cfg) })
+	if len(p.changed) == 0 {
+		return nil
+	}
+	out := make([]ConfigKey, len(p.changed))
+	for i, kc := range p.changed {
+		out[i] = ConfigKey{Key: kc.Key, Value: kc.New, Default: kc.Old}
+		if p.in.defined {
+			out[i].Origin, out[i].Known = prov.Of(p.name, kc.Key)
+		} else {
+			out[i].Origin, out[i].Known = prov.Default(kc.Key)
+		}
+	}
+	return out
+}

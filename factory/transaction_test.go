@@ -108,9 +108,19 @@ func TestRejectedApplyChangesNoServingComponent(t *testing.T) {
 				t.Fatal("Status().LastError is nil after a rejected Apply")
 			}
 			after.LastError = nil
+			// The rejection is recorded, and nothing else is.
+			if len(after.Reloads) != len(before.Reloads)+1 || after.Reloads[0].Err == nil {
+				t.Fatalf("Status().Reloads after a rejected Apply: got %+v, want one more, rejected", after.Reloads)
+			}
+			after.Reloads = before.Reloads
 			// Limiter tokens refill with time; what must hold is that no
-			// bucket shrank to the rejected burst of 1.
+			// bucket shrank to the rejected burst of 1. An open breaker's
+			// time to its probe shrinks with time too: it must stay open.
 			for i := range after.Clients {
+				if len(after.Clients[i].BreakerProbeIn) != len(before.Clients[i].BreakerProbeIn) {
+					t.Fatalf("%s's open breakers after a rejected Apply: got %v, want %v", after.Clients[i].Name, after.Clients[i].BreakerProbeIn, before.Clients[i].BreakerProbeIn)
+				}
+				after.Clients[i].BreakerProbeIn, before.Clients[i].BreakerProbeIn = nil, nil
 				if tk := after.Clients[i].LimiterTokens; tk == nil || *tk <= 1 {
 					t.Fatalf("%s's limiter tokens after a rejected Apply: got %v, want > 1 (burst 10 kept)", after.Clients[i].Name, tk)
 				}

@@ -314,6 +314,30 @@ func (b *Breaker) Probabilities() map[string]float64 {
 	return out
 }
 
+// ProbeIn returns, keyed as States, how long until each open circuit lets
+// its next probe through (the rest of its cooldown); a circuit that is not
+// open is left out, so the map is empty when none is. It changes nothing
+// and is safe for concurrent use.
+func (b *Breaker) ProbeIn() map[string]time.Duration {
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := map[string]time.Duration{}
+	add := func(key string, c *circuit) {
+		if c.view(now) == BreakerOpen {
+			out[key] = c.probeAt.Sub(now)
+		}
+	}
+	if !b.conf.Load().scopeHost {
+		add("", &b.client)
+		return out
+	}
+	for host, c := range b.hosts.m {
+		add(host, c)
+	}
+	return out
+}
+
 // States returns a snapshot of the state of each host the breaker tracks
 // in scope host, and {"": state} in scope client; the caller owns the map.
 // It reads like State and changes nothing. It is safe for concurrent use

@@ -7,6 +7,7 @@
 // outermost first (the numbers are those of the design; the unnumbered
 // lines are the factory's and your code's):
 //
+//	    call counts                     the factory's: one atomic add per call, by Classify's outcome (Status)
 //	    BaseURL                         base_url: a URL without a host is resolved against it
 //	    RedactErrors                    every error that leaves the pipeline is redacted
 //	    code's Outer middleware         factory.Hooks.Outer: sees each logical call

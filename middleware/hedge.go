@@ -106,9 +106,18 @@ type hedgePolicy struct {
 
 // hedgeDelay returns the wait before each extra copy of a call.
 func (p *hedgePolicy) hedgeDelay() time.Duration {
-	d := p.delay
-	if p.pct > 0 {
-		if q, ok := p.lat.Percentile(p.pct); ok && q > d {
+	return HedgeDelay(HedgeSettings{Delay: p.delay, DelayPercentile: p.pct}, p.lat)
+}
+
+// HedgeDelay returns the wait before each extra copy of a call that a
+// Hedge layer of s, sharing l, would use now: s.Delay (0 when negative),
+// or the s.DelayPercentile of l's latencies when that is set, known and
+// longer. A nil l knows no latency. Status reports it; it is safe for
+// concurrent use.
+func HedgeDelay(s HedgeSettings, l *Latencies) time.Duration {
+	d := max(s.Delay, 0)
+	if s.DelayPercentile > 0 {
+		if q, ok := l.Percentile(s.DelayPercentile); ok && q > d {
 			d = q
 		}
 	}

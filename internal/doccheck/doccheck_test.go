@@ -6,7 +6,7 @@
 // its imports: a newcomer copies whole files). A block whose imports all
 // resolve in this module is type-checked with go/types and the source
 // importer, against the code as it is. A block that imports what only a
-// nested module has (otel/, sources/etcd/, examples/stores/, quotas/redis/: their heavy
+// nested module has (otel/, prometheus/, sources/etcd/, examples/stores/, quotas/redis/: their heavy
 // dependencies stay out of this go.mod) cannot be type-checked here; it
 // must instead stand, line for line, in a .go file of the repository (an
 // Example or a program), which its own module's `go vet` and tests compile
@@ -171,6 +171,8 @@ func TestEverySnippetCompiles(t *testing.T) {
 // nestedPrefixes are the import paths that only nested modules resolve.
 var nestedPrefixes = []string{
 	"github.com/switchboard-http/switchboard/otel",
+	"github.com/switchboard-http/switchboard/prometheus",
+	"github.com/chromedp/",
 	"github.com/switchboard-http/switchboard/sources/",
 	"github.com/switchboard-http/switchboard/examples/stores",
 	"github.com/switchboard-http/switchboard/quotas/",
