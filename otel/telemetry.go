@@ -106,33 +106,7 @@ func New(o Options) (*Telemetry, error) {
 // attempt span every attempt layer, and the middleware keep their order.
 // The other fields of o.Hooks stay where they are. Middleware added to
 // o.Hooks after Instrument run outside t's spans.
-func (t *Telemetry) Instrument(o *factory.Options) {
-	if prev := o.Observer; prev != nil {
-		o.Observer = middleware.ObserverFunc(func(ctx context.Context, e middleware.Event) {
-			t.OnEvent(ctx, e)
-			prev.OnEvent(ctx, e)
-		})
-	} else {
-		o.Observer = t
-	}
-	outer, attempt, prev := o.Hooks.Outer, o.Hooks.Attempt, o.HooksFor
-	o.Hooks.Outer, o.Hooks.Attempt = nil, nil
-	o.HooksFor = func(name string) factory.Hooks {
-		h := t.HooksFor(name)
-		h.Outer = append(h.Outer, outer...)
-		h.Attempt = append(h.Attempt, attempt...)
-		if prev != nil {
-			// Every field of the application's hooks stands (a field
-			// added to factory.Hooks later included); only its middleware
-			// go inside t's.
-			p := prev(name)
-			p.Outer = append(h.Outer, p.Outer...)
-			p.Attempt = append(h.Attempt, p.Attempt...)
-			return p
-		}
-		return h
-	}
-}
+func (t *Telemetry) Instrument(o *factory.Options) { factory.Instrument(o, t, t.HooksFor) }
 
 // HooksFor returns t's middleware for the pipelines of the client called
 // name: Outer (the call span and switchboard.call.duration) and Attempt

@@ -97,30 +97,7 @@ func (m *Metrics) collectors() []prometheus.Collector {
 // hooks of the HooksFor o had, if any, and of o.Hooks, whose Outer and
 // Attempt middleware move into HooksFor just inside m's: m sees each call
 // as the caller does. Other fields of o.Hooks stay where they are.
-func (m *Metrics) Instrument(o *factory.Options) {
-	if prev := o.Observer; prev != nil {
-		o.Observer = middleware.ObserverFunc(func(ctx context.Context, e middleware.Event) {
-			m.OnEvent(ctx, e)
-			prev.OnEvent(ctx, e)
-		})
-	} else {
-		o.Observer = m
-	}
-	outer, attempt, prev := o.Hooks.Outer, o.Hooks.Attempt, o.HooksFor
-	o.Hooks.Outer, o.Hooks.Attempt = nil, nil
-	o.HooksFor = func(name string) factory.Hooks {
-		h := m.HooksFor(name)
-		h.Outer = append(h.Outer, outer...)
-		h.Attempt = append(h.Attempt, attempt...)
-		if prev != nil {
-			p := prev(name)
-			p.Outer = append(h.Outer, p.Outer...)
-			p.Attempt = append(h.Attempt, p.Attempt...)
-			return p
-		}
-		return h
-	}
-}
+func (m *Metrics) Instrument(o *factory.Options) { factory.Instrument(o, m, m.HooksFor) }
 
 // HooksFor returns m's middleware for the pipelines of the client called
 // name: Outer counts each logical call by outcome, with its duration, and
