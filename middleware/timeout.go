@@ -218,6 +218,18 @@ type callStart struct {
 	taken atomic.Bool
 }
 
+// WillBeFollowed reports whether http.Client follows a RoundTrip's result
+// with another hop of the same logical call: no error, and a redirect
+// status (301, 302, 303, 307, 308) with a Location. It is the one reading
+// of "a redirect" for the layers (BaseURL, Timeout) and the call counters
+// (Status, the Prometheus adapter), which count a call at the hop that
+// ends it. A chain that http.Client stops itself (CheckRedirect, a body
+// it cannot resend, a Location it cannot parse) ends at a hop it reports
+// true for. A nil resp is not followed. It is safe for concurrent use.
+func WillBeFollowed(resp *http.Response, err error) bool {
+	return err == nil && resp != nil && redirectStatus(resp.StatusCode) && resp.Header.Get("Location") != ""
+}
+
 // redirectStatus reports whether http.Client follows a response of code.
 func redirectStatus(code int) bool {
 	switch code {
