@@ -20,10 +20,19 @@ type callCounts struct {
 // classifies each logical call once it returns, as the caller sees it
 // (every layer, code's Outer middleware included, below it), and adds one
 // to that outcome's counter. It changes neither the request nor the answer.
+//
+// http.Client runs the pipeline once per redirect hop, so a call is
+// counted at the hop that ends it: a hop http.Client will follow
+// (middleware.WillBeFollowed) is not counted, the next one is. A chain
+// that http.Client stops at a redirect (CheckRedirect, a body it cannot
+// resend) is not counted at all.
 func countCalls(c *callCounts) middleware.Middleware {
 	return func(next http.RoundTripper) http.RoundTripper {
 		return middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			resp, err := next.RoundTrip(req)
+			if middleware.WillBeFollowed(resp, err) {
+				return resp, err
+			}
 			c.n[middleware.Classify(req, resp, err)].Add(1)
 			return resp, err
 		})
