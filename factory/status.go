@@ -98,9 +98,8 @@ type ClientStatus struct {
 	// >= 500, a transport error, the client's timeout), Rejections those
 	// refused locally (OutcomeRejected: breaker open, bulkhead full, rate
 	// limited). A redirected call counts once, at the hop that ends it
-	// (middleware.WillBeFollowed); a chain http.Client stops at a
-	// redirect (CheckRedirect) is not counted. Counting costs one atomic
-	// add per call. A rate is the
+	// (middleware.WillBeFollowed, within transport.max_redirects).
+	// Counting costs one atomic add per call. A rate is the
 	// difference of two snapshots over their time apart.
 	Calls      uint64 `json:"calls"`
 	Failures   uint64 `json:"failures"`

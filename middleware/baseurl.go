@@ -43,7 +43,7 @@ func BaseURL(base *url.URL) Middleware {
 			r := req.WithContext(req.Context())
 			r.URL = u
 			resp, err := next.RoundTrip(r)
-			if WillBeFollowed(resp, err) {
+			if WillBeFollowed(r, resp, err) {
 				loc := resp.Header.Get("Location")
 				// A path from the root ("/x", not "//host/x") is left as
 				// it is: http.Client resolves it to a host-less URL this
