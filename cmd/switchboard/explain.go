@@ -52,7 +52,7 @@ func runExplain(args, env []string, stdout, stderr io.Writer) int {
 	if stop {
 		return code
 	}
-	if lf.badEnv(stderr) {
+	if lf.badEnv(stderr, pos[0]) {
 		return exitUsage
 	}
 	file := pos[0]
