@@ -50,6 +50,52 @@ func TestEnvKubeletServiceLinks(t *testing.T) {
 	mustFail(t, l, "env SVC_CLIENTS__BILLING__TIMEOUTS: unknown key", "did you mean TIMEOUT?")
 }
 
+// TestEnvKubeletSectionNamedServices is the pod beside Services named
+// svc-clients and svc-defaults: their links start with the prefix and a
+// section name followed by one "_" (SVC_CLIENTS_SERVICE_HOST), which is not
+// switchboard's shape and is ignored; only a name that, "_" repaired to
+// "__", names a real key is a misspelling worth an error.
+func TestEnvKubeletSectionNamedServices(t *testing.T) {
+	env := []string{
+		"SVC_CLIENTS_PORT=tcp://10.0.0.1:80",
+		"SVC_CLIENTS_PORT_8080_TCP_ADDR=10.0.0.1",
+		"SVC_CLIENTS_SERVICE_HOST=10.0.0.1",
+		"SVC_DEFAULTS_SERVICE_HOST=10.0.0.2",
+		"SVC_CLIENTS__BILLING__TIMEOUT=2s",
+	}
+	l := config.Loader{File: writeConfig(t, "clients:\n  billing: {}\n"), EnvPrefix: "SVC_", Environ: environ(env...)}
+	cfg, err := l.Load()
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if got := cfg.Clients["billing"].Timeout.String(); got != "2s" {
+		t.Errorf("billing timeout: got %s, want 2s", got)
+	}
+	want := []string{"SVC_CLIENTS_PORT", "SVC_CLIENTS_PORT_8080_TCP_ADDR", "SVC_CLIENTS_SERVICE_HOST", "SVC_DEFAULTS_SERVICE_HOST"}
+	if !slices.Equal(cfg.EnvIgnored, want) {
+		t.Errorf("EnvIgnored: got %q, want %q", cfg.EnvIgnored, want)
+	}
+	l.Environ = environ(append(env, "SVC_CLIENTS_BILLING__TIMEOUT=1s")...)
+	mustFail(t, l, "env SVC_CLIENTS_BILLING__TIMEOUT: names no key", "did you mean SVC_CLIENTS__BILLING__TIMEOUT?")
+}
+
+func TestEnvIsOurs(t *testing.T) {
+	for name, want := range map[string]bool{
+		"SVC_CLIENTS__BILLING__TIMEOUT": true,
+		"svc_defaults__timeout":         true,
+		"SVC_CLIENTS_BILLING__TIMEOUT":  false,
+		"SVC_CLIENTSBILLING__TIMEOUT":   false,
+		"SVC_CLIENTS_SERVICE_HOST":      false,
+		"SVC_PORT":                      false,
+		"SB_CLIENTS__BILLING__TIMEOUT":  false,
+		"SVC":                           false,
+	} {
+		if got := config.EnvIsOurs("SVC_", name); got != want {
+			t.Errorf("EnvIsOurs(SVC_, %s): got %t, want %t", name, got, want)
+		}
+	}
+}
+
 func TestDropUndefinedClients(t *testing.T) {
 	file := writeConfig(t, "clients:\n  backend2: {}\n")
 	env := environ("SVC_CLIENTS__BACKEND__TIMEOUT=2s", "SVC_CLIENTS__BACKEND2__TIMEOUT=3s")

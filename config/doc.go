@@ -69,8 +69,10 @@
 // ignored and listed in Config.EnvIgnored. A variable of switchboard's
 // shape that names no key, or whose value does not parse as the key's
 // kind, is an error naming the variable; one with "_" where "__" is meant
-// (SVC_CLIENTS_BILLING__TIMEOUT) is one too, with the name it meant as the
-// hint. With Loader.DropUndefinedClients (a registry's reloads) a variable
+// that, so repaired, names a real key (SVC_CLIENTS_BILLING__TIMEOUT) is one
+// too, with the name it meant as the hint, while any other (the links of a
+// Service named svc-clients, such as SVC_CLIENTS_SERVICE_HOST) is ignored.
+// EnvIsOurs is the rule. With Loader.DropUndefinedClients (a registry's reloads) a variable
 // or flag naming an undefined client is dropped into Config.Dropped
 // instead of failing the load.
 //

@@ -49,7 +49,7 @@ func (st *loadState) envLayer(prefix string, environ []string, fileClients []str
 	for _, v := range vars {
 		input := "env " + v.name
 		rest := v.name[len(prefix):]
-		switch envShape(rest) {
+		switch envShape(rest, fileClients) {
 		case envOther:
 			// Not switchboard's (a Kubernetes service link such as
 			// SVC_PORT): ignored, and kept out of the hash, so it
@@ -57,12 +57,9 @@ func (st *loadState) envLayer(prefix string, environ []string, fileClients []str
 			st.envIgnored = append(st.envIgnored, v.name)
 			continue
 		case envSingle:
-			fe := &FieldError{Path: strings.ToLower(strings.ReplaceAll(rest, "__", ".")), Input: input,
-				Msg: "names no key: a level ends with __ (two underscores), as in " + prefix + "CLIENTS__<NAME>__<KEY>"}
-			if fix := envRepair(rest, fileClients); fix != "" {
-				fe.Hint = v.name[:len(prefix)] + fix
-			}
-			st.errs = append(st.errs, fe)
+			st.errs = append(st.errs, &FieldError{Path: strings.ToLower(strings.ReplaceAll(rest, "__", ".")), Input: input,
+				Msg:  "names no key: a level ends with __ (two underscores), as in " + prefix + "CLIENTS__<NAME>__<KEY>",
+				Hint: v.name[:len(prefix)] + envRepair(rest, fileClients)})
 			continue
 		}
 		writeHashField(ih, "env", v.name, v.value)
@@ -191,30 +188,47 @@ func noClient(name, hint string) *FieldError {
 
 // The shapes of the rest of a prefixed variable's name (after the prefix).
 const (
-	envOurs   = iota // DEFAULTS__… or CLIENTS__… (any case): switchboard's
-	envSingle        // DEFAULTS_… or CLIENTS_…: ours with "_" where "__" is meant
+	envOurs   = iota // EnvIsOurs, a bare section name, or a typo of one before "__"
+	envSingle        // "_" where "__" is meant, naming a real key (see envRepair)
 	envOther         // anything else: not switchboard's, ignored
 )
 
+// EnvIsOurs reports whether the environment variable name is
+// switchboard's under prefix: whether, case-insensitively, it starts with
+// prefix followed by DEFAULTS__ or CLIENTS__. Every other variable under
+// the prefix (such as the service links Kubernetes sets for a Service named
+// like the prefix: SVC_PORT, SVC_SERVICE_HOST, SVC_CLIENTS_PORT for a
+// Service named svc-clients) is no input of a Loader, save the misspellings
+// of switchboard's names it reports (see the package documentation). The
+// zero prefix matches every name's start. It is safe for concurrent use.
+func EnvIsOurs(prefix, name string) bool {
+	if len(name) < len(prefix) || !strings.EqualFold(name[:len(prefix)], prefix) {
+		return false
+	}
+	up := strings.ToUpper(name[len(prefix):])
+	return strings.HasPrefix(up, "DEFAULTS__") || strings.HasPrefix(up, "CLIENTS__")
+}
+
 // envShape tells whether rest, a variable's name after the prefix, is
-// switchboard's. Only names starting with DEFAULTS__ or CLIENTS__ are, so a
-// prefix shared with a Kubernetes Service's links (SVC_PORT,
-// SVC_SERVICE_HOST) cannot fail the load. The bare section names and a
-// single "_" after them are ours too: each is a mistake worth an error,
-// not silence.
-//
-// A name holding "__" whose first part is a typo of DEFAULTS or CLIENTS
-// (DEFAULT__TIMEOUT) is ours too, for its hint: "__" is switchboard's
-// spelling, and Kubernetes never writes it (a Service name is a DNS label).
-func envShape(rest string) int {
+// switchboard's: see EnvIsOurs, the one rule, so that a prefix shared with
+// a Kubernetes Service's links (SVC_PORT, SVC_SERVICE_HOST,
+// SVC_CLIENTS_SERVICE_HOST) cannot fail the load. Beside it, the misspellings
+// of switchboard's names are worth an error, not silence: the bare section
+// names; a name with "_" where "__" is meant that, so repaired, names a
+// real key (envRepair), which a kubelet link never does; and a name holding
+// "__" whose first part is a typo of DEFAULTS or CLIENTS (DEFAULT__TIMEOUT):
+// "__" is switchboard's spelling, and Kubernetes never writes it (a Service
+// name is a DNS label).
+func envShape(rest string, fileClients []string) int {
+	if EnvIsOurs("", rest) {
+		return envOurs
+	}
 	up := strings.ToUpper(rest)
-	for _, sec := range []string{"DEFAULTS", "CLIENTS"} {
-		switch {
-		case strings.HasPrefix(up, sec+"__") || up == sec:
-			return envOurs
-		case strings.HasPrefix(up, sec+"_"):
-			return envSingle
-		}
+	if up == "DEFAULTS" || up == "CLIENTS" {
+		return envOurs
+	}
+	if envRepair(rest, fileClients) != "" {
+		return envSingle
 	}
 	if first, _, ok := strings.Cut(up, "__"); ok && suggest(first, []string{"DEFAULTS", "CLIENTS"}) != "" {
 		return envOurs

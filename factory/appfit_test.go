@@ -65,6 +65,28 @@ func TestOpenBesideKubeletEnv(t *testing.T) {
 	}
 }
 
+// TestOpenBesideSectionNamedServices is a pod beside Services named
+// svc-clients and svc-defaults: their links (SVC_CLIENTS_SERVICE_HOST, …)
+// look like switchboard's names with one "_", and Open ignores them too.
+func TestOpenBesideSectionNamedServices(t *testing.T) {
+	env := []string{
+		"SVC_CLIENTS_SERVICE_HOST=10.0.0.1", "SVC_CLIENTS_PORT=tcp://10.0.0.1:8080",
+		"SVC_CLIENTS_PORT_8080_TCP_ADDR=10.0.0.1", "SVC_DEFAULTS_SERVICE_HOST=10.0.0.2",
+		"SVC_CLIENTS__BILLING__TIMEOUT=2s",
+	}
+	r, err := factory.Open(context.Background(), factory.Options{
+		File: writeTemp(t, "clients:\n  billing: {}\n"), NoWatch: true, EnvPrefix: "SVC_",
+		Environ: func() []string { return env },
+	})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer r.Close()
+	if got := clientStatus(t, r, "billing").Config.Timeout.String(); got != "2s" {
+		t.Errorf("billing timeout: got %s, want 2s from SVC_CLIENTS__BILLING__TIMEOUT", got)
+	}
+}
+
 // TestRemovedClientWithEnvOverride removes a client from a watched file
 // while an env variable tunes it: the reload applies, with one WARN
 // naming the variable, and a second reload warns again.

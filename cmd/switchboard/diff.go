@@ -44,7 +44,7 @@ func runDiff(args, env []string, stdout, stderr io.Writer) int {
 	if stop {
 		return code
 	}
-	if lf.badEnv(stderr) {
+	if lf.badEnv(stderr, pos[1]) {
 		return exitUsage
 	}
 	oldFile, newFile := pos[0], pos[1]

@@ -52,7 +52,7 @@ func runExplain(args, env []string, stdout, stderr io.Writer) int {
 	if stop {
 		return code
 	}
-	if lf.badEnv(stderr) {
+	if lf.badEnv(stderr, pos[0]) {
 		return exitUsage
 	}
 	file := pos[0]
@@ -68,7 +68,8 @@ func runExplain(args, env []string, stdout, stderr io.Writer) int {
 	for _, name := range names {
 		ec := explain(cfg, name)
 		if *changed {
-			ec.Settings = changedOnly(ec.Settings)
+			c, _ := cfg.Client(name)
+			ec.Settings = changedOnly(c, ec.Settings)
 		}
 		out = append(out, ec)
 	}
@@ -123,17 +124,17 @@ func explain(cfg config.Config, name string) explainClient {
 	return ec
 }
 
-// changedOnly returns the settings whose value differs from the built-in
-// default's (config.Default), keys the defaults lack (a header, a route's)
-// included.
-func changedOnly(settings []explainSetting) []explainSetting {
-	builtin := map[string]string{}
-	for _, s := range config.Default().Settings() {
-		builtin[s.Key] = s.Text
+// changedOnly returns the settings of c whose value differs from the
+// built-in default's: the keys config.ChangedKeys(config.Default(), c)
+// names, the one decision Status.NonDefault reads too.
+func changedOnly(c config.ClientConfig, settings []explainSetting) []explainSetting {
+	changed := map[string]bool{}
+	for _, kc := range config.ChangedKeys(config.Default(), c) {
+		changed[kc.Key] = true
 	}
 	var out []explainSetting
 	for _, s := range settings {
-		if text, ok := builtin[s.Key]; !ok || text != s.text {
+		if changed[s.Key] {
 			out = append(out, s)
 		}
 	}

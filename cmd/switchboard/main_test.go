@@ -123,6 +123,11 @@ func TestCommands(t *testing.T) {
 
 		{"validate_env_outside_prefix", nil, []string{"validate", valid + "clients.yaml", "--env", "SVC_CLIENTS__BILLING__TIMEOUT=bogus"}, exitUsage},
 		{"validate_env_outside_given_prefix", nil, []string{"validate", valid + "clients.yaml", "--env-prefix", "APP_", "--env", "SVC_CLIENTS__BILLING__TIMEOUT=bogus"}, exitUsage},
+		{"validate_env_single_underscore", nil, []string{"validate", valid + "clients.yaml", "--env-prefix", "SVC_", "--env", "SVC_CLIENTS_BILLING__TIMEOUT=bogus"}, exitUsage},
+		{"validate_env_not_ours", nil, []string{"validate", valid + "clients.yaml", "--env-prefix", "SVC_", "--env", "SVC_CLIENT_BILLING__TIMEOUT=bogus"}, exitUsage},
+		{"validate_env_not_ours_joined", nil, []string{"validate", valid + "clients.yaml", "--env-prefix", "SVC_", "--env", "SVC_CLIENTSBILLING__TIMEOUT=bogus"}, exitUsage},
+		{"validate_env_not_ours_one_underscore", nil, []string{"validate", valid + "clients.yaml", "--env-prefix", "SVC_", "--env", "SVC_CLENTS_BILLING_TIMEOUT=bogus"}, exitUsage},
+		{"explain_env_not_ours", nil, []string{"explain", valid + "clients.yaml", "billing", "--env-prefix", "SVC_", "--env", "SVC_DEFAULTS_TIMEOUT=2s"}, exitUsage},
 		{"validate_env_given_prefix", nil, []string{"validate", valid + "clients.yaml", "--env-prefix", "SVC_", "--env", "SVC_CLIENTS__BILLING__TIMEOUT=bogus"}, exitInvalid},
 		{"validate_section", nil, []string{"validate", "testdata/app.yaml", "--section", "http_clients"}, exitOK},
 		{"validate_section_invalid", nil, []string{"validate", "testdata/app_invalid.yaml", "--section", "http_clients"}, exitInvalid},

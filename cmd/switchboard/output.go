@@ -86,9 +86,12 @@ func parse(fs *pflag.FlagSet, args []string, minArgs, maxArgs int, stdout, stder
 
 // badEnv reports a malformed --env on stderr, with the usage: a usage error
 // (exit 2), found before anything is checked. An --env whose name does not
-// start with the prefix in force is one too: the env layer would ignore
-// it, and a CI gate would pass a value it never checked.
-func (lf *layerFlags) badEnv(stderr io.Writer) bool {
+// start with the prefix in force is one too, and so is one whose name is
+// not switchboard's shape (config.EnvIsOurs): the env layer would ignore
+// it, or stop at its misspelling, and a CI gate would pass a value it never
+// checked. A typed --env is never a Kubernetes link. The hint is the
+// loader's for file ("" for none), where it has one.
+func (lf *layerFlags) badEnv(stderr io.Writer, file string) bool {
 	prefix := lf.prefix()
 	for _, kv := range lf.env {
 		name, _, ok := strings.Cut(kv, "=")
@@ -107,8 +110,36 @@ func (lf *layerFlags) badEnv(stderr io.Writer) bool {
 			lf.fs.Usage()
 			return true
 		}
+		if !config.EnvIsOurs(prefix, name) {
+			hint := ""
+			if h := lf.envHint(file, prefix, name); h != "" {
+				hint = "; did you mean " + h + "?"
+			}
+			fmt.Fprintf(stderr, "switchboard %s: --env %s: not switchboard's: under the env prefix %s a name starts with %sDEFAULTS__ or %sCLIENTS__ (any case); it would not be read%s\n\n",
+				lf.fs.Name(), name, prefix, prefix, prefix, hint)
+			lf.fs.Usage()
+			return true
+		}
 	}
 	return false
+}
+
+// envHint returns the name the loader suggests for the variable name, as
+// it would read file with that variable alone, or "" when it has none.
+func (lf *layerFlags) envHint(file, prefix, name string) string {
+	if file == "" {
+		return ""
+	}
+	_, err := config.Loader{
+		File: file, Section: lf.section, EnvPrefix: prefix,
+		Environ: func() []string { return []string{name + "="} },
+	}.Load()
+	for _, fe := range config.FieldErrors(err) {
+		if fe.Input == "env "+name {
+			return fe.Hint
+		}
+	}
+	return ""
 }
 
 // prefix returns the env prefix in force: --env-prefix, or with --env and

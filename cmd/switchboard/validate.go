@@ -18,7 +18,8 @@ are reported together, sorted by line.
 With --env-prefix the real environment's variables with that prefix are read too, and
 each --set overrides one key, exactly as the service's env and flag layers do. Each
 --env NAME=VALUE adds a variable; a NAME that does not start with the prefix in force
-(--env-prefix, else SWITCHBOARD_) is a usage error, since the service would ignore it.
+(--env-prefix, else SWITCHBOARD_) followed by DEFAULTS__ or CLIENTS__ is a usage error,
+since the service would not read it.
 With --section PATH the client config is read from under that key of FILE, the
 application's own config file (as the service's Options.Section).
 
@@ -60,7 +61,11 @@ func runValidate(args, env []string, stdout, stderr io.Writer) int {
 	if stop {
 		return code
 	}
-	if lf.badEnv(stderr) {
+	var file string
+	if len(pos) > 0 {
+		file = pos[0]
+	}
+	if lf.badEnv(stderr, file) {
 		return exitUsage
 	}
 	if *schema {
@@ -72,7 +77,6 @@ func runValidate(args, env []string, stdout, stderr io.Writer) int {
 		lf.fs.Usage()
 		return exitUsage
 	}
-	file := pos[0]
 	cfg, err := lf.load(file, env)
 	if err != nil {
 		return lf.reportLoadError(stdout, file, err)
