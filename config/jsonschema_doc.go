@@ -10,7 +10,7 @@ const routesDoc = "Clients only. http.ServeMux patterns (\"POST /v1/charges\", \
 
 var keyDocs = map[string]string{
 	"timeout":  "Total deadline of one logical call: all attempts, backoff waits and Retry-After waits. 0 = no deadline.",
-	"base_url": "Absolute http or https URL (no userinfo, query or fragment) that a request URL without a host is resolved against, RFC 3986 style: \"v1/x\" under https://h/api/ is https://h/api/v1/x, \"/v1/x\" is https://h/v1/x. Routes match the resolved URL. \"\" = none: a URL without a host fails.",
+	"base_url": "Absolute http or https URL (no userinfo, query or fragment) that a request URL without a host is resolved against, RFC 3986 style: \"v1/x\" under https://h/api/ is https://h/api/v1/x, \"/v1/x\" is https://h/v1/x. Routes match the resolved URL. A redirect to a relative path (\"v2/x\", not \"/v2/x\") loses caller-set credentials. \"\" = none: a URL without a host fails.",
 	"headers":  "Headers set on every request that does not already carry them; names are case-insensitive. Maps merge key by key with `defaults`.",
 
 	"transport.dial_timeout":            "Deadline of each TCP dial. 0 = none.",

@@ -340,7 +340,7 @@ func (r *Registry) prepare(cfg config.Config) (*txn, error) {
 			seen[err.Error()] = true
 			errs = append(errs, err)
 		}
-		if err := r.needsQuotas(sectionOf(name, defined), want); err != nil && !seen[err.Error()] {
+		if err := r.needsQuotas(cfg.Provenance, name, defined, want); err != nil && !seen[err.Error()] {
 			seen[err.Error()] = true
 			errs = append(errs, err)
 		}
@@ -358,15 +358,37 @@ func (r *Registry) prepare(cfg config.Config) (*txn, error) {
 	return t, nil
 }
 
-// needsQuotas returns the error of a client (at section) whose rate limit
-// has scope fleet while Options.Quotas is nil: a cross-field rule between
-// the config and the code, so the factory checks it.
-func (r *Registry) needsQuotas(section string, c config.ClientConfig) error {
+// needsQuotas returns the error of a client whose rate limit has scope
+// fleet while Options.Quotas is nil: a cross-field rule between the config
+// and the code, so the factory checks it. The error names the key as the
+// config's own errors do: under Options.Section, with the file line or the
+// layer that set it (prov), and the file.
+func (r *Registry) needsQuotas(prov *config.Provenance, name string, defined bool, c config.ClientConfig) error {
 	if r.opts.Quotas != nil || c.RateLimit.RequestsPerSecond <= 0 || c.RateLimit.Scope != middleware.QuotaFleet {
 		return nil
 	}
-	return &config.FieldError{Path: section + ".rate_limit.scope",
+	const key = "rate_limit.scope"
+	fe := &config.FieldError{Path: sectionOf(name, defined) + "." + key,
 		Msg: "fleet needs a quota store: set factory.Options.Quotas (such as quotas/redis), or use scope process"}
+	if r.opts.Section != "" {
+		fe.Path = r.opts.Section + "." + fe.Path
+	}
+	o, _ := prov.Of(name, key)
+	if !defined {
+		o, _ = prov.Default(key)
+	}
+	switch o.Layer {
+	case config.LayerFile:
+		fe.Line = o.Line
+		return fmt.Errorf("config %s: %w", o.Name, fe)
+	case config.LayerSource:
+		fe.SetBy = "source " + o.Name
+	case config.LayerEnv:
+		fe.SetBy = "env " + o.Name
+	case config.LayerFlag:
+		fe.SetBy = o.Name
+	}
+	return fe
 }
 
 // sortedPlans returns plans sorted by client name.

@@ -128,7 +128,7 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 		return nil, nil, fmt.Errorf("client %q: %w", name, err) // Validate rejects these first
 	}
 	layers := make([]middleware.Middleware, 0, 3+len(h.Outer))
-	layers = append(layers, countCalls(p.calls), middleware.BaseURL(base), middleware.RedactErrors())
+	layers = append(layers, countCalls(p.calls, c.Transport.MaxRedirects), middleware.BaseURL(base), middleware.RedactErrors())
 	layers = append(layers, h.Outer...)
 	p.rt = middleware.Chain(layers...)(top)
 	return p, retunes, nil

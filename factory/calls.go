@@ -20,10 +20,22 @@ type callCounts struct {
 // classifies each logical call once it returns, as the caller sees it
 // (every layer, code's Outer middleware included, below it), and adds one
 // to that outcome's counter. It changes neither the request nor the answer.
-func countCalls(c *callCounts) middleware.Middleware {
+//
+// http.Client runs the pipeline once per redirect hop, so a call is
+// counted at the hop that ends it: a hop that http.Client will follow
+// (middleware.WillBeFollowed, and within maxRedirects, the client's
+// transport.max_redirects that its CheckRedirect applies) is not counted,
+// the next one is. The hop at which max_redirects stops a chain counts
+// with that redirect's outcome.
+func countCalls(c *callCounts, maxRedirects int) middleware.Middleware {
 	return func(next http.RoundTripper) http.RoundTripper {
 		return middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			resp, err := next.RoundTrip(req)
+			if middleware.WillBeFollowed(req, resp, err) {
+				if _, hops, _ := middleware.Redirects(req); hops < maxRedirects {
+					return resp, err
+				}
+			}
 			c.n[middleware.Classify(req, resp, err)].Add(1)
 			return resp, err
 		})

@@ -24,7 +24,7 @@ func BenchmarkCountCalls(b *testing.B) {
 		rt   http.RoundTripper
 	}{
 		{"bare", next},
-		{"counted", countCalls(new(callCounts))(next)},
+		{"counted", countCalls(new(callCounts), 10)(next)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

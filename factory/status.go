@@ -97,7 +97,9 @@ type ClientStatus struct {
 	// outcome was a failure (OutcomeFailure or OutcomePermanent: a status
 	// >= 500, a transport error, the client's timeout), Rejections those
 	// refused locally (OutcomeRejected: breaker open, bulkhead full, rate
-	// limited). Counting costs one atomic add per call. A rate is the
+	// limited). A redirected call counts once, at the hop that ends it
+	// (middleware.WillBeFollowed, within transport.max_redirects).
+	// Counting costs one atomic add per call. A rate is the
 	// difference of two snapshots over their time apart.
 	Calls      uint64 `json:"calls"`
 	Failures   uint64 `json:"failures"`

@@ -3,6 +3,7 @@ package middleware
 import (
 	"net/http"
 	"net/url"
+	"strings"
 )
 
 // BaseURL returns the middleware that resolves a request URL without a
@@ -15,10 +16,15 @@ import (
 // is. It is meant to be outermost, so that every layer, route matching
 // included, sees the resolved URL.
 //
-// A redirect answering a resolved request with a relative Location
-// (3xx) has its Location resolved against the resolved URL, so that
-// http.Client, which resolves it against the caller's host-less URL,
-// follows the URL the server meant.
+// A redirect answering a resolved request with a relative-path Location
+// ("v2/x", "../x") has its Location resolved against the resolved URL, so
+// that http.Client, which resolves it against the caller's host-less URL,
+// follows the URL the server meant. That hop's URL then has a host the
+// caller's had not, so http.Client drops the caller's Authorization,
+// Cookie and other sensitive headers on it, as it does on a redirect to
+// another host. A Location from the root ("/v2/x", as http.Redirect
+// writes) is left as it is: http.Client keeps it host-less, this layer
+// resolves it alike, and the caller's headers are kept.
 //
 // A nil base, or one without a scheme and host, returns a middleware that
 // returns its next RoundTripper itself. The caller's request is never
@@ -37,8 +43,13 @@ func BaseURL(base *url.URL) Middleware {
 			r := req.WithContext(req.Context())
 			r.URL = u
 			resp, err := next.RoundTrip(r)
-			if resp != nil && isRedirect(resp.StatusCode) {
-				if loc := resp.Header.Get("Location"); loc != "" {
+			if WillBeFollowed(r, resp, err) {
+				loc := resp.Header.Get("Location")
+				// A path from the root ("/x", not "//host/x") is left as
+				// it is: http.Client resolves it to a host-less URL this
+				// layer resolves alike, and, the host unchanged, keeps
+				// the caller's credentials on the next hop.
+				if !rootPath(loc) {
 					if l, perr := url.Parse(loc); perr == nil && !l.IsAbs() {
 						resp.Header.Set("Location", u.ResolveReference(l).String())
 					}
@@ -49,12 +60,8 @@ func BaseURL(base *url.URL) Middleware {
 	}
 }
 
-// isRedirect reports whether http.Client follows a response of status code.
-func isRedirect(code int) bool {
-	switch code {
-	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
-		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-		return true
-	}
-	return false
+// rootPath reports whether loc is a path from the root: one leading "/",
+// not the "//" of a network-path reference.
+func rootPath(loc string) bool {
+	return strings.HasPrefix(loc, "/") && !strings.HasPrefix(loc, "//")
 }

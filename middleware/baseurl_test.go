@@ -46,7 +46,8 @@ func TestBaseURLRelativeRedirect(t *testing.T) {
 	base, _ := url.Parse("https://billing.internal/api/")
 	tests := []struct{ location, want string }{
 		{"next", "https://billing.internal/api/v1/next"},
-		{"/login", "https://billing.internal/login"},
+		{"/login", "/login"}, // from the root: http.Client resolves it alike, keeping credentials
+		{"//other.internal/x", "https://other.internal/x"},
 		{"https://elsewhere.internal/x", "https://elsewhere.internal/x"},
 	}
 	for _, tt := range tests {
@@ -62,6 +63,37 @@ func TestBaseURLRelativeRedirect(t *testing.T) {
 				t.Errorf("Location: got %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestBaseURLRedirectKeepsCredentials runs a call redirected to a path
+// from the root through http.Client: the hop reaches base's host, with the
+// caller's Authorization and Cookie, as a same-host redirect of a request
+// with a host would.
+func TestBaseURLRedirectKeepsCredentials(t *testing.T) {
+	base, _ := url.Parse("https://billing.internal/api/")
+	ft := fakert.New(
+		fakert.Step{Status: http.StatusFound, Header: http.Header{"Location": {"/b"}}},
+		fakert.Step{Status: http.StatusOK},
+	)
+	c := &http.Client{Transport: middleware.BaseURL(base)(ft)}
+	req, _ := http.NewRequest(http.MethodGet, "/a", nil)
+	req.Header.Set("Authorization", "Bearer x")
+	req.Header.Set("Cookie", "s=1")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	got := ft.Requests()
+	if len(got) != 2 {
+		t.Fatalf("requests: got %d, want 2", len(got))
+	}
+	if got[1].URL != "https://billing.internal/b" {
+		t.Errorf("hop URL: got %q, want https://billing.internal/b", got[1].URL)
+	}
+	if a, ck := got[1].Header.Get("Authorization"), got[1].Header.Get("Cookie"); a != "Bearer x" || ck != "s=1" {
+		t.Errorf("hop credentials: Authorization %q, Cookie %q; want both kept", a, ck)
 	}
 }
 

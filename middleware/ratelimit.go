@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -486,10 +487,21 @@ func (l *RateLimit) decide(ctx context.Context, q *quotaSettings, key string) (Q
 	dec, err := l.store.Take(sctx, key, q.s.RequestsPerSecond, q.burst, 1)
 	if err == nil && sctx.Err() != nil && ctx.Err() == nil {
 		// An answer past store_timeout counts as none: the bound holds
-		// whatever the store does.
+		// when the store honours its context, as QuotaStore asks.
 		err = fmt.Errorf("no answer within store_timeout %v", q.s.StoreTimeout)
 	}
 	return dec, err
+}
+
+// redactStoreError is redactError for an event's error that may come from
+// the quota store: its text is passed through RedactText whether or not
+// the request URL u holds a secret, since a store's error may name its own
+// URL (a password in redis://…).
+func redactStoreError(err error, u *url.URL) error {
+	if err == nil || u == nil {
+		return err
+	}
+	return redactErrorWith(err, u, secretsOf(u))
 }
 
 // cutFleet is the error of a fleet wait that the request's context ended.
@@ -513,7 +525,7 @@ func (l *RateLimit) storeFailed(req *http.Request, q *quotaSettings, tenant stri
 		ev.Emit(ctx, level, Event{
 			Name:   EventRateLimitStoreError,
 			Scope:  scopeOf(q),
-			Err:    errors.New(err.Error()),
+			Err:    redactStoreError(err, req.URL),
 			Reason: fmt.Sprintf("the quota store failed; on_store_error %s applies until it answers again", q.s.OnStoreError),
 		})
 	}
@@ -572,7 +584,7 @@ func (l *RateLimit) serverPause(req *http.Request, q *quotaSettings, tenant stri
 		e := Event{Name: EventRateLimitPaused, Scope: scopeOf(q), Method: req.Method, URL: RedactURL(req.URL),
 			Host: hostOf(req), Status: resp.StatusCode, Delay: d, Reason: "the server asked to back off"}
 		if err != nil {
-			e.Err = errors.New(err.Error())
+			e.Err = redactStoreError(err, req.URL)
 			e.Reason += "; the store did not take the pause, this process keeps it"
 		}
 		ev.Emit(ctx, slog.LevelInfo, e)
@@ -586,7 +598,7 @@ func (l *RateLimit) emit(ctx context.Context, ev *Events, level slog.Level, req 
 	}
 	e := Event{Name: name, Scope: scopeOf(q), Method: req.Method, URL: RedactURL(req.URL), Host: hostOf(req), Delay: d}
 	if err != nil {
-		e.Err = errors.New(err.Error())
+		e.Err = redactStoreError(err, req.URL)
 	}
 	ev.Emit(ctx, level, e)
 }

@@ -513,3 +513,27 @@ type pauseless struct{ fakeQuotas }
 func (*pauseless) Pause(context.Context, string, time.Time) error {
 	return errors.New("read-only replica")
 }
+
+// TestFleetStoreErrorEventIsRedacted: a store error naming the request URL
+// and the store's own URL reaches the rate_limit events with the secrets of
+// both redacted, as every other layer's event errors are.
+func TestFleetStoreErrorEventIsRedacted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, backend := &fakeQuotas{}, &sendLog{}
+		logger, logs := logcapture.New()
+		s := fleetSettings(100)
+		s.OnStoreError = middleware.QuotaDeny
+		l := middleware.NewRateLimit(s, middleware.RateLimitOptions{Quotas: store, Events: &middleware.Events{Client: "svc", Logger: logger}})
+		rt := l.Middleware()(backend)
+		store.set(errors.New("dial redis://:hunter2@cache:6379 for http://api.test/v1/items?token=s3cr3t: connection refused"), false)
+		if err := call(t, t.Context(), rt); !errors.Is(err, middleware.ErrRateLimited) {
+			t.Fatalf("got %v, want ErrRateLimited", err)
+		}
+		if n := len(logs.Records(t, middleware.EventRateLimitStoreError)); n != 1 {
+			t.Fatalf("%d store_error records, want 1:\n%s", n, logs)
+		}
+		if strings.Contains(logs.String(), "hunter2") || strings.Contains(logs.String(), "s3cr3t") {
+			t.Errorf("a secret reached the log:\n%s", logs)
+		}
+	})
+}

@@ -218,6 +218,26 @@ type callStart struct {
 	taken atomic.Bool
 }
 
+// WillBeFollowed reports whether http.Client follows the answer (resp,
+// err) to req with another hop of the same logical call, by its own rule:
+// no error, a redirect status (301, 302, 303, 307, 308) with a Location,
+// and for 307 and 308 a body it can send again (none, or GetBody). It is
+// the one reading of "a redirect" for the layers (BaseURL, Timeout) and
+// the call counters (Status, the Prometheus adapter), which count a call
+// at the hop that ends it. The client's CheckRedirect, which may stop the
+// chain, is beyond it: the caller that set it (the factory, by
+// transport.max_redirects) applies it too. A nil resp is not followed. It
+// is safe for concurrent use.
+func WillBeFollowed(req *http.Request, resp *http.Response, err error) bool {
+	if err != nil || resp == nil || !redirectStatus(resp.StatusCode) || resp.Header.Get("Location") == "" {
+		return false
+	}
+	if resp.StatusCode == http.StatusTemporaryRedirect || resp.StatusCode == http.StatusPermanentRedirect {
+		return req.GetBody != nil || req.Body == nil || req.Body == http.NoBody
+	}
+	return true
+}
+
 // redirectStatus reports whether http.Client follows a response of code.
 func redirectStatus(code int) bool {
 	switch code {

@@ -99,9 +99,30 @@ func (m *Metrics) collectors() []prometheus.Collector {
 // as the caller does. Other fields of o.Hooks stay where they are.
 func (m *Metrics) Instrument(o *factory.Options) { factory.Instrument(o, m, m.HooksFor) }
 
+// startKey is the context key under which Outer leaves, on the Request of
+// a redirect response http.Client will follow, when the call began.
+type startKey struct{}
+
+// callStart returns when req's logical call began: now, unless req is a
+// redirect hop whose previous hop left its start (startKey).
+func callStart(req *http.Request) time.Time {
+	if req.Response != nil && req.Response.Request != nil {
+		if t, ok := req.Response.Request.Context().Value(startKey{}).(time.Time); ok {
+			return t
+		}
+	}
+	return time.Now()
+}
+
 // HooksFor returns m's middleware for the pipelines of the client called
 // name: Outer counts each logical call by outcome, with its duration, and
 // its local rejection by reason; Attempt counts each attempt by outcome.
+// A redirected call counts once, at the hop that ends it, with the
+// duration of all its hops: a hop http.Client will follow
+// (middleware.WillBeFollowed) is not counted. A chain the client's
+// CheckRedirect stops (transport.max_redirects) ends at a hop Outer cannot
+// tell from a followed one: that call is not counted here, though Status
+// counts it.
 // Every series of the client is made here, at zero, so a client shows
 // from its first build on. Its signature is factory.Options.HooksFor's,
 // for wiring by hand (Instrument does it).
@@ -121,8 +142,14 @@ func (m *Metrics) HooksFor(name string) factory.Hooks {
 	return factory.Hooks{
 		Outer: []middleware.Middleware{func(next http.RoundTripper) http.RoundTripper {
 			return middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
-				start := time.Now()
+				start := callStart(req)
 				resp, err := next.RoundTrip(req)
+				if middleware.WillBeFollowed(req, resp, err) && resp.Request != nil {
+					// Not the call's end: its next hop counts it, from
+					// this start.
+					resp.Request = resp.Request.WithContext(context.WithValue(resp.Request.Context(), startKey{}, start))
+					return resp, err
+				}
 				o := middleware.Classify(req, resp, err)
 				cl.calls[o].Inc()
 				cl.duration[o].Observe(time.Since(start).Seconds())
