@@ -6,6 +6,7 @@ package exampletest
 import (
 	"bytes"
 	"io"
+	"strings"
 	"testing"
 	"time"
 )
@@ -27,4 +28,16 @@ func Run(t testing.TB, limit time.Duration, run func(io.Writer) error) string {
 		t.Fatalf("run: did not finish within %v", limit)
 	}
 	return out.String()
+}
+
+// Contains fails t, without stopping it, for each of wants that out does
+// not contain, showing out once per miss: the check every example's test
+// makes of what its program printed.
+func Contains(t testing.TB, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
 }

@@ -45,3 +45,26 @@ func TestRunFailsOnError(t *testing.T) {
 		t.Fatalf("Fatalf message: got %q, want the error and the output", rec.msg)
 	}
 }
+
+// errorRecorder counts Errorf instead of failing the test.
+type errorRecorder struct {
+	testing.TB
+	errs []string
+}
+
+func (e *errorRecorder) Helper() {}
+func (e *errorRecorder) Errorf(format string, args ...any) {
+	e.errs = append(e.errs, fmt.Sprintf(format, args...))
+}
+
+func TestContainsReportsEachMissingLine(t *testing.T) {
+	rec := &errorRecorder{TB: t}
+	exampletest.Contains(rec, "reloaded: generation 2\nfailed: 0\n", "failed: 0", "generation 3", "serving from: failover")
+	if len(rec.errs) != 2 {
+		t.Fatalf("got %d errors %q, want 2 (one per missing line)", len(rec.errs), rec.errs)
+	}
+	exampletest.Contains(rec, "all here", "all", "here")
+	if len(rec.errs) != 2 {
+		t.Errorf("got %d errors after a full match, want still 2", len(rec.errs))
+	}
+}
