@@ -399,7 +399,7 @@ func (l *RateLimit) fleetWait(req *http.Request, q *quotaSettings, tenant string
 	}
 	dec, err := l.decide(ctx, q, key)
 	if err != nil {
-		if ctx.Err() != nil { // the request ended, not the store
+		if requestEnded(ctx) { // the request ended, not the store
 			return l.cutFleet(ctx, q, 0)
 		}
 		return l.storeFailed(req, q, tenant, err, ev)
@@ -453,7 +453,7 @@ func (l *RateLimit) fleetTurn(req *http.Request, q *quotaSettings, key, tenant s
 		}
 		dec, err := l.decide(ctx, q, key)
 		if err != nil {
-			if ctx.Err() != nil {
+			if requestEnded(ctx) {
 				return l.cutFleet(ctx, q, *waited)
 			}
 			return l.storeFailed(req, q, tenant, err, ev)
@@ -504,13 +504,33 @@ func redactStoreError(err error, u *url.URL) error {
 	return redactErrorWith(err, u, secretsOf(u))
 }
 
-// cutFleet is the error of a fleet wait that the request's context ended.
-func (l *RateLimit) cutFleet(ctx context.Context, q *quotaSettings, waited time.Duration) error {
-	if waitRejected(ctx) {
-		return fmt.Errorf("switchboard: %w: a deadline ended the wait of %v for the fleet quota (%s): %w",
-			ErrRateLimited, waited, q.describe(), ctx.Err())
+// requestEnded reports whether the request's context has ended or its
+// deadline has passed. A store whose I/O deadline is the context's
+// (go-redis with ContextTimeoutEnabled gives the connection that deadline)
+// fails with an i/o timeout at that instant, which can come before the
+// context's own timer has marked it done: that failure is the request's
+// deadline, not the store's, and must neither start a failing spell nor
+// hand the attempt to on_store_error.
+func requestEnded(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
 	}
-	return fmt.Errorf("switchboard: waiting for the rate limiter: %w", ctx.Err())
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
+// cutFleet is the error of a fleet wait that the request's context ended
+// (or whose deadline passed before the context's timer marked it done).
+func (l *RateLimit) cutFleet(ctx context.Context, q *quotaSettings, waited time.Duration) error {
+	cause := ctx.Err()
+	if cause == nil {
+		cause = context.DeadlineExceeded
+	}
+	if errors.Is(cause, context.DeadlineExceeded) {
+		return fmt.Errorf("switchboard: %w: a deadline ended the wait of %v for the fleet quota (%s): %w",
+			ErrRateLimited, waited, q.describe(), cause)
+	}
+	return fmt.Errorf("switchboard: waiting for the rate limiter: %w", cause)
 }
 
 // storeFailed applies on_store_error to an attempt whose decision failed

@@ -537,3 +537,57 @@ func TestFleetStoreErrorEventIsRedacted(t *testing.T) {
 		}
 	})
 }
+
+// deadlineStore fails every Take the way go-redis does when the
+// connection's deadline is the context's: at that deadline, with an i/o
+// timeout, whether or not the context's timer has fired yet.
+type deadlineStore struct{ fakeQuotas }
+
+func (d *deadlineStore) Take(ctx context.Context, key string, r float64, burst, n int) (middleware.QuotaDecision, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		time.Sleep(time.Until(dl))
+	}
+	return middleware.QuotaDecision{}, errors.New("read tcp 127.0.0.1:1->127.0.0.1:2: i/o timeout")
+}
+
+// timerNotFired is a context whose deadline has passed but whose timer
+// has not marked it done yet: the instant between the two.
+type timerNotFired struct {
+	context.Context
+	dl time.Time
+}
+
+func (c timerNotFired) Deadline() (time.Time, bool) { return c.dl, true }
+
+// TestFleetStoreFailingAtTheRequestDeadlineIsTheDeadlines: a decision
+// that fails because the request's deadline passed (before the context
+// says so) is the deadline's cut, a local rejection: the store is not
+// marked failing, no store_error WARN is logged, and on_store_error local
+// does not admit the attempt from the fallback bucket.
+func TestFleetStoreFailingAtTheRequestDeadlineIsTheDeadlines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, backend := &deadlineStore{}, &sendLog{}
+		logger, logs := logcapture.New()
+		s := fleetSettings(100)
+		s.StoreTimeout, s.OnStoreError = time.Second, middleware.QuotaLocal
+		l := middleware.NewRateLimit(s, middleware.RateLimitOptions{Quotas: store, Events: &middleware.Events{Client: "svc", Logger: logger}})
+		rt := l.Middleware()(backend)
+		ctx := timerNotFired{t.Context(), time.Now().Add(50 * time.Millisecond)}
+		err := call(t, ctx, rt)
+		if !errors.Is(err, middleware.ErrRateLimited) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("got %v, want ErrRateLimited and DeadlineExceeded", err)
+		}
+		if o := middleware.Classify(nil, nil, err); o != middleware.OutcomeRejected {
+			t.Errorf("classified %v, want rejected", o)
+		}
+		if n := len(backend.sent()); n != 0 {
+			t.Errorf("the backend got %d requests, want none", n)
+		}
+		if l.QuotaMode() != "store" {
+			t.Errorf("QuotaMode %q, want store: the store did not fail", l.QuotaMode())
+		}
+		if n := len(logs.Records(t, middleware.EventRateLimitStoreError)); n != 0 {
+			t.Errorf("%d store_error records, want none:\n%s", n, logs)
+		}
+	})
+}
