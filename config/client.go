@@ -44,6 +44,11 @@ type ClientConfig struct {
 	Hedge middleware.HedgeSettings `koanf:"hedge" json:"hedge"`
 	// Fault configures fault injection, for game days; off by default.
 	Fault middleware.FaultSettings `koanf:"fault" json:"fault"`
+	// Deadline sends each attempt's time left to the backend in a header.
+	// It is the client's: a route cannot set it (the header a backend
+	// reads is the backend's, and the value already follows the route's
+	// timeout and attempt_timeout).
+	Deadline middleware.DeadlineSettings `koanf:"deadline" json:"deadline"`
 	// Routes maps http.ServeMux patterns to the effective settings of the
 	// calls they match (see RouteConfig); a call that matches none runs
 	// with the client's. Nil means no routes. Only a `clients.<name>`
@@ -126,5 +131,6 @@ func Default() ClientConfig {
 		Logging:        middleware.DefaultLoggingSettings(),
 		Hedge:          middleware.DefaultHedgeSettings(),
 		Fault:          middleware.DefaultFaultSettings(),
+		Deadline:       middleware.DefaultDeadlineSettings(),
 	}
 }

@@ -16,9 +16,9 @@ import (
 // stateful component is one row here, its field in pipeline and its layer
 // in chain; docs/architecture.md has the checklist.
 
-// The components of a pipeline, in pipeline order (but base_url, listed
-// last though it runs first), as ComponentPlan names
-// them. Each covers the keys under the key path of the same name, except
+// The components of a pipeline, in pipeline order (but base_url and
+// deadline, listed last though base_url runs first and deadline just above
+// headers), as ComponentPlan names them. Each covers the keys under the key path of the same name, except
 // "retry" (retry.* but not retry.budget.*), "budget" (retry.budget.*) and
 // "transport" (transport.* and tls.*) and "routes" (every key of every
 // route, routes."<pattern>".*: a route's layers are stateless and rebuilt,
@@ -38,6 +38,7 @@ const (
 	ComponentTransport = "transport"
 	ComponentRoutes    = "routes"
 	ComponentBaseURL   = "base_url" // outermost, but listed last (see components)
+	ComponentDeadline  = "deadline" // between rate_limit and headers, but listed last (see components)
 )
 
 // components lists every component in pipeline order. A row without
@@ -144,6 +145,11 @@ var components = []component{
 	// before it keep their places in ClientPlan.Components for code that
 	// indexes them.
 	{name: ComponentBaseURL, keys: []string{"base_url"}},
+	// deadline (PropagateDeadline) runs between the rate limit and
+	// headers, after any wait for a token, and is listed last for the same
+	// reason. It is the client's: a route runs the client's deadline layer
+	// (routes cannot set deadline.*).
+	{name: ComponentDeadline, keys: []string{"deadline"}},
 }
 
 // Stateful reports whether the named component (one of the Component…

@@ -16,10 +16,12 @@
 //	 2  circuit breaker                 one outcome per logical call (after retries)
 //	 3  bulkhead                        one slot per logical call
 //	 4  Retry (or Hedge)                budget, backoff with jitter, Retry-After, body replay
-//	                                    (Hedge: extra copies of a slow call; the first good answer wins)
+//	                                    (Hedge: extra copies of a slow call; the first good answer wins);
+//	                                    one idempotency key per call on every attempt and copy
 //	 5  AttemptTimeout                  one deadline per attempt
 //	    code's Attempt middleware       factory.Hooks.Attempt: sees each attempt
 //	 6  rate limit                      every attempt takes a token
+//	    PropagateDeadline               deadline.header: the attempt's time left, measured after the token wait
 //	 7  Headers, then Auth              configured headers; the credential only to its origin
 //	 8  Logging                         one record per attempt, URL redacted
 //	 9  Fault                           injected aborts and delays, only when fault.enabled
@@ -30,6 +32,8 @@
 // Headers) around the client's stateful ones, which all routes share: the
 // breaker, the bulkhead, the rate limit and the retry budget; Auth,
 // Logging, Fault and the transport are the client's, below every route.
+// PropagateDeadline sits in each route's chain, but with the client's
+// settings: a route cannot set deadline.*.
 //
 // Every layer keeps the http.RoundTripper contract: it never changes the
 // request it is given (a layer that must change one works on a copy), it
@@ -112,7 +116,8 @@
 // then adds none, and its expiry counts as neither. An injected fault
 // stands for a failing backend and counts as one.
 //
-// The package imports only the standard library and golang.org/x/time/rate
-// (the rate limit's token bucket); configuration, reload and the registry
+// The package imports only the standard library, golang.org/x/time/rate
+// (the rate limit's token bucket) and github.com/google/uuid (the form of
+// an idempotency key); configuration, reload and the registry
 // live in other packages.
 package middleware
