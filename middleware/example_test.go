@@ -59,3 +59,20 @@ func ExampleWithOverrides() {
 	fmt.Println(ok, *o.MaxRetries, *o.Timeout, o.AttemptTimeout == nil)
 	// Output: true 0 2s true
 }
+
+// FormatDeadline writes the time left as the deadline header carries it,
+// rounded down; grpc picks the finest unit whose value fits in 8 digits.
+func ExampleFormatDeadline() {
+	left := 1999900 * time.Microsecond
+	for _, f := range []middleware.DeadlineFormat{middleware.DeadlineMillis, middleware.DeadlineSeconds, middleware.DeadlineGRPC} {
+		fmt.Println(f, middleware.FormatDeadline(left, f))
+	}
+	fmt.Println(middleware.FormatDeadline(150*time.Second, middleware.DeadlineGRPC))
+	fmt.Println(middleware.FormatDeadline(-time.Second, middleware.DeadlineMillis)) // passed: 0, never negative
+	// Output:
+	// ms 1999
+	// seconds 1
+	// grpc 1999900u
+	// 150000m
+	// 0
+}
