@@ -151,3 +151,45 @@ func TestIdempotencyKeyRouteEnables(t *testing.T) {
 		}
 	})
 }
+
+// TestIdempotencyKeyKeptAcrossRedirect: a POST redirected with 307 (same
+// method, same body) is one logical call: the hop carries the key its
+// first request was sent with, not a new one.
+func TestIdempotencyKeyKeptAcrossRedirect(t *testing.T) {
+	var mu sync.Mutex
+	var keys []string
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		keys = append(keys, r.URL.Path+" "+r.Header.Get("Idempotency-Key"))
+		mu.Unlock()
+		if r.URL.Path == "/v1/charges" {
+			http.Redirect(w, r, "/v2/charges", http.StatusTemporaryRedirect)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	})
+	r, _ := openFile(t, `
+clients:
+  billing:
+    retry: {idempotency_key: {enabled: true}}
+`, factory.Options{NoWatch: true, Logger: discard()})
+	resp, err := r.Get("billing").Post(srv.URL+"/v1/charges", "application/json", strings.NewReader(`{"amount":100}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("status: got %d, want 201 after the redirect", resp.StatusCode)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(keys) != 2 {
+		t.Fatalf("requests: got %q, want 2", keys)
+	}
+	_, key, _ := strings.Cut(keys[0], " ")
+	if _, hop, _ := strings.Cut(keys[1], " "); key == "" || hop != key {
+		t.Errorf("requests %q: want the redirect hop to carry the first request's key", keys)
+	}
+}

@@ -29,8 +29,9 @@ func DefaultIdempotencyKeyMethods() []string { return []string{"POST", "PATCH"} 
 // non-empty Header gets one: a new key per logical call, the same on every
 // retry and every hedged copy of that call, so that a server that keeps the
 // keys it has seen (Stripe's and the IETF draft's contract) runs the call
-// once however often it arrives. A key the caller set is kept, never
-// replaced. Those methods then count as eligible for retries and hedging,
+// once however often it arrives; a redirect hop that keeps the method
+// (307, 308) carries the key of the hop before it. A key the caller set is
+// kept, never replaced. Those methods then count as eligible for retries and hedging,
 // as RetryableMethods are; every other gate (attempts left, a replayable
 // body, a retryable outcome, the budget) still applies.
 type IdempotencyKeySettings struct {
@@ -88,8 +89,11 @@ func (k *idempotencyKeys) covers(method string) bool {
 // forCall returns the key that every attempt of the logical call req is to
 // carry: a new one when req's method is covered and req carries no
 // non-empty key of its own, else "" (no key, or the caller's, which its
-// Header already holds and every attempt copies). It is called once per
-// logical call, before the first attempt.
+// Header already holds and every attempt copies). A redirect hop of a
+// covered method (a 307 or 308, which keeps the method and body) is the
+// same logical call: it gets the key the previous hop was sent with, as
+// http.Client copies a caller's own key onto every hop. It is called once
+// per logical call (per hop), before the first attempt.
 func (k *idempotencyKeys) forCall(req *http.Request) (string, error) {
 	method := req.Method
 	if method == "" {
@@ -97,6 +101,11 @@ func (k *idempotencyKeys) forCall(req *http.Request) (string, error) {
 	}
 	if !k.covers(method) || req.Header.Get(k.header) != "" {
 		return "", nil
+	}
+	if prev := req.Response; prev != nil && prev.Request != nil {
+		if key := prev.Request.Header.Get(k.header); key != "" {
+			return key, nil
+		}
 	}
 	// uuid.NewRandom reads the package-wide source, which any code in the
 	// process may replace (uuid.SetRand) or pool (uuid.EnableRandPool);
