@@ -322,3 +322,37 @@ func TestIdempotencyKeyConcurrentCallsGetTheirOwn(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkRetryIdempotencyKey is the cost of a key: a POST through Retry
+// with keys off (sent as is) and on (a UUIDv4 from crypto/rand and the
+// attempt's own Header).
+func BenchmarkRetryIdempotencyKey(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := fixedSettings()
+			s.IdempotencyKey.Enabled = on
+			rt := middleware.Retry(s, middleware.RetryOptions{ReadOnlyBelow: true})(prebuilt())
+			req, _ := http.NewRequest(http.MethodPost, "http://svc.test/v1/charges", nil)
+			req.Header.Set("Content-Type", "application/json")
+			serialRT(b, rt, req)
+		})
+	}
+}
+
+// BenchmarkPropagateDeadline is the cost of the deadline header on a
+// request with a deadline.
+func BenchmarkPropagateDeadline(b *testing.B) {
+	for _, f := range []middleware.DeadlineFormat{middleware.DeadlineMillis, middleware.DeadlineGRPC} {
+		b.Run(string(f), func(b *testing.B) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+			defer cancel()
+			rt := middleware.PropagateDeadline(middleware.DeadlineSettings{Header: "X-Request-Timeout-Ms", Format: f})(prebuilt())
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/v1/items", nil)
+			serialRT(b, rt, req)
+		})
+	}
+}
