@@ -44,7 +44,7 @@
 // factory sets for every client without attempt middleware, a first
 // attempt that changes nothing is the caller's request itself, a retry, a
 // hedged copy or a replayed body is a Request.WithContext copy, and an
-// attempt header goes on a copy with its own Header. Without it every
+// attempt header or an idempotency key goes on a copy with its own Header. Without it every
 // attempt is its own Request.Clone, so middleware below retry may change
 // its request without the caller's ever changing. The retry and breaker
 // layers read status codes, which a plain RoundTripper is not meant to do;
