@@ -229,47 +229,13 @@ func TestIdempotencyKeyWithRetryOffAndCustomHeader(t *testing.T) {
 // With keys off the POST is not hedged at all.
 func TestIdempotencyKeyOnePerCallAcrossHedgedCopies(t *testing.T) {
 	hedge := middleware.HedgeSettings{Enabled: true, Delay: 100 * time.Millisecond, MaxHedges: 2}
-	t.Run("on", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			slow := fakert.Step{Status: 200, Delay: time.Hour}
-			rt := fakert.New(slow, slow, fakert.Step{Status: 200, Body: "third"}, slow, slow, fakert.Step{Status: 200, Body: "third"})
-			h := middleware.Hedge(hedge, idemSettings(), middleware.HedgeOptions{ReadOnlyBelow: true})(rt)
-			resp, err := h.RoundTrip(postReq(t, http.MethodPost))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := readAll(t, resp); got != "third" {
-				t.Fatalf("winner: got %q, want the third copy", got)
-			}
-			synctest.Wait() // the cancelled copies return
-			if rt.Calls() != 3 {
-				t.Fatalf("copies: got %d, want 3", rt.Calls())
-			}
-			first := oneKey(t, rt, "Idempotency-Key")
-			checkUUIDv4(t, first)
-			for i, r := range rt.Requests() {
-				if string(r.Body) != `{"amount":100}` {
-					t.Errorf("copy %d body: got %q, want the caller's", i+1, r.Body)
-				}
-			}
-
-			resp, err = h.RoundTrip(postReq(t, http.MethodPost))
-			if err != nil {
-				t.Fatal(err)
-			}
-			readAll(t, resp)
-			synctest.Wait()
-			keys := keysOf(rt, "Idempotency-Key")
-			if len(keys) != 6 {
-				t.Fatalf("copies in all: got %d, want 6", len(keys))
-			}
-			for i := 3; i < 6; i++ {
-				if keys[i][0] == first || keys[i][0] != keys[3][0] {
-					t.Errorf("second call, copy %d: key %q, want one new key shared by its copies (first call's %q)", i-2, keys[i][0], first)
-				}
-			}
-		})
-	})
+	for _, readOnly := range []bool{true, false} {
+		name := "on, clone per copy"
+		if readOnly {
+			name = "on, read-only below"
+		}
+		t.Run(name, func(t *testing.T) { hedgedKeys(t, hedge, readOnly) })
+	}
 	t.Run("off", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			rt := fakert.New(fakert.Step{Status: 200, Delay: time.Second})
@@ -285,6 +251,50 @@ func TestIdempotencyKeyOnePerCallAcrossHedgedCopies(t *testing.T) {
 				t.Errorf("Idempotency-Key = %q, want none", v)
 			}
 		})
+	})
+}
+
+// hedgedKeys runs TestIdempotencyKeyOnePerCallAcrossHedgedCopies with keys
+// on, each copy a clone or, with readOnly, a shallow copy.
+func hedgedKeys(t *testing.T, hedge middleware.HedgeSettings, readOnly bool) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := fakert.Step{Status: 200, Delay: time.Hour}
+		rt := fakert.New(slow, slow, fakert.Step{Status: 200, Body: "third"}, slow, slow, fakert.Step{Status: 200, Body: "third"})
+		h := middleware.Hedge(hedge, idemSettings(), middleware.HedgeOptions{ReadOnlyBelow: readOnly})(rt)
+		resp, err := h.RoundTrip(postReq(t, http.MethodPost))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, resp); got != "third" {
+			t.Fatalf("winner: got %q, want the third copy", got)
+		}
+		synctest.Wait() // the cancelled copies return
+		if rt.Calls() != 3 {
+			t.Fatalf("copies: got %d, want 3", rt.Calls())
+		}
+		first := oneKey(t, rt, "Idempotency-Key")
+		checkUUIDv4(t, first)
+		for i, r := range rt.Requests() {
+			if string(r.Body) != `{"amount":100}` {
+				t.Errorf("copy %d body: got %q, want the caller's", i+1, r.Body)
+			}
+		}
+
+		resp, err = h.RoundTrip(postReq(t, http.MethodPost))
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		synctest.Wait()
+		keys := keysOf(rt, "Idempotency-Key")
+		if len(keys) != 6 {
+			t.Fatalf("copies in all: got %d, want 6", len(keys))
+		}
+		for i := 3; i < 6; i++ {
+			if keys[i][0] == first || keys[i][0] != keys[3][0] {
+				t.Errorf("second call, copy %d: key %q, want one new key shared by its copies (first call's %q)", i-2, keys[i][0], first)
+			}
+		}
 	})
 }
 
@@ -353,6 +363,28 @@ func BenchmarkPropagateDeadline(b *testing.B) {
 			rt := middleware.PropagateDeadline(middleware.DeadlineSettings{Header: "X-Request-Timeout-Ms", Format: f})(prebuilt())
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/v1/items", nil)
 			serialRT(b, rt, req)
+		})
+	}
+}
+
+// TestIdempotencyKeyZeroSettingsInCode: settings built in code with only
+// Enabled set use the default header and methods.
+func TestIdempotencyKeyZeroSettingsInCode(t *testing.T) {
+	for _, method := range []string{"POST", "PATCH"} {
+		t.Run(method, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := fakert.Status(503, 200)
+				s := middleware.RetrySettings{MaxRetries: 1, IdempotencyKey: middleware.IdempotencyKeySettings{Enabled: true}}
+				resp, err := middleware.Retry(s, middleware.RetryOptions{})(rt).RoundTrip(postReq(t, method))
+				if err != nil {
+					t.Fatal(err)
+				}
+				readAll(t, resp)
+				if rt.Calls() != 2 {
+					t.Fatalf("attempts: got %d, want 2", rt.Calls())
+				}
+				checkUUIDv4(t, oneKey(t, rt, middleware.DefaultIdempotencyKeyHeader))
+			})
 		})
 	}
 }
