@@ -55,8 +55,9 @@ var conditionalHeaders = []string{"Range", "If-Range", "If-Match", "If-None-Matc
 // Calls with the same identity while a trip is under way join it: the
 // first caller's request, with its context's values but neither its
 // deadline nor its cancellation (context.WithoutCancel), goes down once,
-// on a goroutine of its own (DoChan runs the trip so): one goroutine per
-// coalesced trip, the only one this package starts per request. The trip
+// on a goroutine of its own (DoChan runs the trip so, and the trip must
+// outlive a first caller that leaves): one goroutine per coalesced trip,
+// ending with it; calls that are not coalesced start none. The trip
 // reads up to s.MaxBody+1 bytes of the answer. An answer within MaxBody
 // is shared: each caller gets its own *http.Response, a copy with its own
 // Header and Trailer (Clone), a body of its own over the shared bytes,
