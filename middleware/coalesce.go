@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
 	"sync"
@@ -101,8 +102,9 @@ func Coalesce(s CoalesceSettings, o CoalesceOptions) Middleware {
 	}
 	return func(next http.RoundTripper) http.RoundTripper {
 		return &coalescer{
-			next: next, methods: slices.Clone(methods), headers: keys, maxBody: max(s.MaxBody, 0),
-			ev: o.Events, joined: o.Joined, trips: map[string]*trip{},
+			next: next, methods: slices.Clone(methods), headers: keys,
+			maxBody: min(max(s.MaxBody, 0), math.MaxInt64-1), // maxBody+1 is read
+			ev:      o.Events, joined: o.Joined, trips: map[string]*trip{},
 		}
 	}
 }
@@ -154,11 +156,11 @@ type shared struct {
 }
 
 func (c *coalescer) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
 	key, ok := c.identity(req)
-	if !ok {
+	if !ok || ctx.Err() != nil { // a caller already gone starts no trip
 		return c.next.RoundTrip(req)
 	}
-	ctx := req.Context()
 	c.mu.Lock()
 	t := c.trips[key]
 	joined := t != nil
