@@ -558,3 +558,16 @@ func TestCoalesceRedirectChainIsIdentity(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkCoalesce measures the layer over prebuilt(): a call it does not
+// take (a DELETE: the method check only) and a GET, which hashes its
+// identity and makes a trip on a goroutine of its own (serial: every call
+// leads a trip; parallel: calls in flight together share one).
+func BenchmarkCoalesce(b *testing.B) {
+	rt := middleware.Coalesce(coalesceOn(), middleware.CoalesceOptions{})(prebuilt())
+	b.Run("passed", func(b *testing.B) {
+		req, _ := http.NewRequest(http.MethodDelete, "http://svc.test/v1/items", nil)
+		serialRT(b, rt, req)
+	})
+	b.Run("coalesced", func(b *testing.B) { benchRT(b, rt) })
+}
