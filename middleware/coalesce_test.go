@@ -276,6 +276,9 @@ func TestCoalesceTripKeepsLeaderValuesNotDeadline(t *testing.T) {
 		lctx, cancel := context.WithTimeout(context.WithValue(t.Context(), ctxMark{}, "leader"), time.Second)
 		defer cancel()
 		out := callAll(c.rt, newReq(t, lctx, "GET", ""), newReq(t, t.Context(), "GET", ""))
+		if got := backend.Calls(); got != 1 {
+			t.Errorf("backend requests = %d, want 1", got)
+		}
 		if trip.Value(ctxMark{}) != "leader" {
 			t.Errorf("trip's context value = %v, want the leader's", trip.Value(ctxMark{}))
 		}
@@ -445,7 +448,9 @@ func TestCoalesceErrorsShared(t *testing.T) {
 
 func TestCoalesceBodyErrorShared(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
 		c := newCoalesce(coalesceOn(), middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			calls.Add(1)
 			time.Sleep(time.Second)
 			return &http.Response{StatusCode: 200, Header: http.Header{}, Request: r,
 				Body: io.NopCloser(io.MultiReader(strings.NewReader("par"), fakeErrReader{io.ErrUnexpectedEOF}))}, nil
@@ -457,6 +462,9 @@ func TestCoalesceBodyErrorShared(t *testing.T) {
 				t.Errorf("caller %d: read %q, %v; want par, then unexpected EOF", i, b, err)
 			}
 		}
+		if got := calls.Load(); got != 1 {
+			t.Errorf("backend requests = %d, want 1", got)
+		}
 	})
 }
 
@@ -466,7 +474,9 @@ func (e fakeErrReader) Read([]byte) (int, error) { return 0, e.err }
 
 func TestCoalescePanicReachesEveryCaller(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
 		c := newCoalesce(coalesceOn(), middleware.RoundTripperFunc(func(*http.Request) (*http.Response, error) {
+			calls.Add(1)
 			time.Sleep(time.Second)
 			panic("below")
 		}))
@@ -481,6 +491,9 @@ func TestCoalescePanicReachesEveryCaller(t *testing.T) {
 		wg.Wait()
 		if got != [2]any{"below", "below"} {
 			t.Errorf("callers recovered %v, want the panic in both", got)
+		}
+		if n := calls.Load(); n != 1 {
+			t.Errorf("backend requests = %d, want 1", n)
 		}
 	})
 }
