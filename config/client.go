@@ -44,6 +44,10 @@ type ClientConfig struct {
 	Hedge middleware.HedgeSettings `koanf:"hedge" json:"hedge"`
 	// Fault configures fault injection, for game days; off by default.
 	Fault middleware.FaultSettings `koanf:"fault" json:"fault"`
+	// Coalesce configures request coalescing: concurrent identical calls
+	// share one trip through the pipeline; off by default. Client-level
+	// only: routes cannot set it.
+	Coalesce middleware.CoalesceSettings `koanf:"coalesce" json:"coalesce"`
 	// Deadline sends each attempt's time left to the backend in a header.
 	// It is the client's: a route cannot set it (the header a backend
 	// reads is the backend's, and the value already follows the route's
@@ -131,6 +135,7 @@ func Default() ClientConfig {
 		Logging:        middleware.DefaultLoggingSettings(),
 		Hedge:          middleware.DefaultHedgeSettings(),
 		Fault:          middleware.DefaultFaultSettings(),
+		Coalesce:       middleware.DefaultCoalesceSettings(),
 		Deadline:       middleware.DefaultDeadlineSettings(),
 	}
 }
