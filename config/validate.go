@@ -27,8 +27,9 @@ import (
 // (attempt_timeout >= timeout, initial_backoff > max_backoff, the same in
 // retry.rate_limited once its zero keys take the main ones, burst < 1
 // with a rate, a credential without auth.host, a value and its _file both
-// set, cert_file without key_file) and that every referenced file can be
-// read. The breaker's numbers are checked whether or not the breaker is
+// set, cert_file without key_file, bulkhead limits that do not nest as
+// min_limit <= initial_limit <= max_limit, in either mode) and that every
+// referenced file can be read. The breaker's numbers are checked whether or not the breaker is
 // enabled: they are defaults a client may switch on later.
 //
 // In a Config built in code a zero breaker number (failure_threshold,
