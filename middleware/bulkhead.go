@@ -117,18 +117,20 @@ func NewBulkhead(s BulkheadSettings, o BulkheadOptions) *Bulkhead {
 //
 // In mode adaptive, new MinLimit or MaxLimit keep the learned limit,
 // clamped to the new bounds (the limiter's latency baseline is learned
-// again), and the calls in flight keep counting against the limit; a new
+// again; a clamp that moves it by 10 % or more is reported as any other
+// change), and the calls in flight keep counting against the limit; a new
 // InitialLimit alone changes nothing until the mode is switched. A change
 // of Mode starts afresh: into adaptive at InitialLimit, into static at
 // MaxConcurrent, and the calls in flight no longer count. It is safe for
 // concurrent use.
 func (b *Bulkhead) Update(s BulkheadSettings) {
 	var drop []adaptivelimiter.Permit
+	var clamped int
 	b.mu.Lock()
 	b.maxWait = s.MaxWait
 	b.wait.Store(int64(s.MaxWait))
 	if s.Mode == BulkheadAdaptive {
-		drop = b.updateAdaptiveLocked(s)
+		drop, clamped = b.updateAdaptiveLocked(s)
 		b.limit.Store(0) // static waiters, if any, go on: the mode changed
 		b.unlimited.Store(false)
 	} else {
@@ -144,6 +146,9 @@ func (b *Bulkhead) Update(s BulkheadSettings) {
 	b.mu.Unlock()
 	for _, p := range drop {
 		p.Drop()
+	}
+	if clamped > 0 {
+		b.limitMoved(clamped)
 	}
 }
 

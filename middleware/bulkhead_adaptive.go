@@ -44,13 +44,20 @@ type adaptiveGen struct {
 }
 
 // newAdaptiveGen builds a limiter with bounds [lo, hi] starting at
-// initial, reporting limit changes to b.
+// initial, reporting its limit changes to b until it is retired (the
+// calls still in flight on a retired one move its limit, which serves no
+// one).
 func (b *Bulkhead) newAdaptiveGen(lo, hi, initial int) *adaptiveGen {
-	lim := adaptivelimiter.NewBuilder[any]().
+	g := &adaptiveGen{lo: lo, hi: hi}
+	g.lim = adaptivelimiter.NewBuilder[any]().
 		WithLimits(uint(lo), uint(hi), uint(initial)).
-		OnLimitChanged(func(e adaptivelimiter.LimitChangedEvent) { b.limitMoved(int(e.NewLimit)) }).
+		OnLimitChanged(func(e adaptivelimiter.LimitChangedEvent) {
+			if !g.retired.Load() {
+				b.limitMoved(int(e.NewLimit))
+			}
+		}).
 		Build()
-	return &adaptiveGen{lim: lim, lo: lo, hi: hi}
+	return g
 }
 
 // updateAdaptiveLocked applies adaptive settings s. A first limiter (the
@@ -58,20 +65,27 @@ func (b *Bulkhead) newAdaptiveGen(lo, hi, initial int) *adaptiveGen {
 // bounds carry the learned limit, clamped, into a new limiter, which takes
 // over the calls in flight; a change of InitialLimit or MaxWait alone
 // keeps the limiter. b.mu must be held; it returns the proxies of the
-// retired limiter, to be dropped once mu is released.
-func (b *Bulkhead) updateAdaptiveLocked(s BulkheadSettings) (drop []adaptivelimiter.Permit) {
+// retired limiter, to be dropped once mu is released, and the new
+// limiter's limit when new bounds clamped it (0 otherwise), to be
+// reported then.
+func (b *Bulkhead) updateAdaptiveLocked(s BulkheadSettings) (drop []adaptivelimiter.Permit, clamped int) {
 	lo, hi, initial := s.adaptiveLimits()
 	old := b.adaptive.Load()
 	if old == nil {
 		b.reported.Store(int64(initial))
 		b.adaptive.Store(b.newAdaptiveGen(lo, hi, initial))
-		return nil
+		return nil, 0
 	}
 	if old.lo == lo && old.hi == hi {
-		return nil
+		return nil, 0
 	}
 	old.retired.Store(true) // before Inflight is read: see acquireAdaptive
-	g := b.newAdaptiveGen(lo, hi, min(max(old.lim.Limit(), lo), hi))
+	learned := old.lim.Limit()
+	kept := min(max(learned, lo), hi)
+	if kept != learned {
+		clamped = kept
+	}
+	g := b.newAdaptiveGen(lo, hi, kept)
 	for range old.lim.Inflight() {
 		p, ok := g.lim.TryAcquirePermit()
 		if !ok {
@@ -81,12 +95,13 @@ func (b *Bulkhead) updateAdaptiveLocked(s BulkheadSettings) (drop []adaptivelimi
 	}
 	drop, old.proxies = old.proxies, nil
 	b.adaptive.Store(g)
-	return drop
+	return drop, clamped
 }
 
 // limitMoved reports the limit n after a change: an EventBulkheadLimitChanged
 // when it moved by 10 % or more from the last reported value. The limiter
-// calls it without its lock held, from the goroutine that ended a call.
+// calls it without its lock held, from the goroutine that ended a call;
+// Update after new bounds clamped the limit, without b.mu held.
 func (b *Bulkhead) limitMoved(n int) {
 	for {
 		last := b.reported.Load()

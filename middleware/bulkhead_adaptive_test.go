@@ -342,11 +342,19 @@ func learn(t *testing.T, rt http.RoundTripper, n int) {
 // TestAdaptiveBulkheadUpdateKeepsLimit: new bounds keep the learned limit,
 // clamped to them; the calls in flight keep counting against the new
 // limiter and free their places when they end; a new initial_limit alone
-// or max_wait changes nothing.
+// or max_wait changes nothing; a clamp is reported as a change.
 func TestAdaptiveBulkheadUpdateKeepsLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := adaptiveBulkhead(1, 200, 20)
-		bh := middleware.NewBulkhead(s, middleware.BulkheadOptions{})
+		ev, rec := newEvents()
+		bh := middleware.NewBulkhead(s, middleware.BulkheadOptions{Events: ev})
+		lastReported := func() middleware.Event {
+			evs := rec.named(middleware.EventBulkheadLimitChanged)
+			if len(evs) == 0 {
+				return middleware.Event{}
+			}
+			return evs[len(evs)-1]
+		}
 		rt := bh.Middleware()(fakert.New(fakert.Step{Delay: 20 * time.Millisecond, Body: "x"}))
 		learn(t, rt, 150)
 		learned := bh.Limit()
@@ -378,6 +386,9 @@ func TestAdaptiveBulkheadUpdateKeepsLimit(t *testing.T) {
 		if got := bh.Limit(); got != 3 {
 			t.Errorf("max_limit 3 below it: limit %d, want 3 (clamped)", got)
 		}
+		if e := lastReported(); e.NewLimit != 3 {
+			t.Errorf("clamp to 3: last bulkhead.limit_changed %+v, want NewLimit 3", e)
+		}
 		if got := bh.InUse(); got != 3 {
 			t.Errorf("after new bounds: InUse %d, want the 3 calls in flight", got)
 		}
@@ -388,6 +399,9 @@ func TestAdaptiveBulkheadUpdateKeepsLimit(t *testing.T) {
 		bh.Update(s) // a second reload while the calls are in flight
 		if got := bh.Limit(); got != 8 {
 			t.Errorf("min_limit 8 above it: limit %d, want 8 (clamped)", got)
+		}
+		if e := lastReported(); e.OldLimit != 3 || e.NewLimit != 8 {
+			t.Errorf("clamp to 8: last bulkhead.limit_changed %+v, want 3 -> 8", e)
 		}
 		for _, r := range open {
 			r.Body.Close()
