@@ -17,6 +17,10 @@ import (
 // adaptivelimiter, used through its standalone API: a call takes a
 // permit with AcquirePermitWithMaxWait, holds it until its response body
 // ends, and gives it back with Record (a latency sample) or Drop (none).
+// Not its policy executor (failsafe.With(limiter).Get): that gives the
+// permit back when the function returns, while a call here holds it until
+// its caller is done with the body, and records every return alike, while
+// a call here is sampled or not by its outcome (see sampled).
 // The limiter compares the p90 of the latencies of a recent window (at
 // least 1 s and 50 samples, at most 30 s) with a slow moving baseline and
 // lowers the limit while they grow, raises it while they do not; its
