@@ -120,7 +120,8 @@
 // then adds none, and its expiry counts as neither. An injected fault
 // stands for a failing backend and counts as one.
 //
-// The package imports only the standard library and golang.org/x/time/rate
-// (the rate limit's token bucket); configuration, reload and the registry
-// live in other packages.
+// The package imports only the standard library, golang.org/x/time/rate
+// (the rate limit's token bucket) and failsafe-go's adaptivelimiter (the
+// adaptive bulkhead's limit); configuration, reload and the registry live
+// in other packages.
 package middleware
