@@ -42,14 +42,16 @@ var ErrBulkheadFull = errors.New("bulkhead is full")
 // fast transport error). A change of the limit by 10 % or more from the
 // last one reported emits EventBulkheadLimitChanged.
 //
-// In mode static, a MaxConcurrent of zero means unlimited: the layer passes requests through
-// without counting them, at the cost of one atomic load. Calls admitted while
-// the bulkhead is unlimited therefore do not count against a limit set later
-// by Update, and InUse does not report them.
+// In mode static, a MaxConcurrent of zero means unlimited: the layer
+// passes requests through without counting them, at the cost of two
+// atomic loads. Calls admitted while the bulkhead is unlimited therefore
+// do not count against a limit set later by Update, and InUse does not
+// report them.
 //
 // The settings can be retuned with Update while calls are in flight; the
-// slots in use are kept, and in mode adaptive the learned limit too. A Bulkhead is created with NewBulkhead (the zero
-// value is not usable) and is safe for concurrent use.
+// slots in use are kept, and in mode adaptive the learned limit too. A
+// Bulkhead is created with NewBulkhead (the zero value is not usable) and
+// is safe for concurrent use.
 type Bulkhead struct {
 	ev        *Events
 	unlimited atomic.Bool // mirrors limit <= 0 for the lock-free fast path
