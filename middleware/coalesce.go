@@ -81,7 +81,8 @@ var conditionalHeaders = []string{"Range", "If-Range", "If-Match", "If-None-Matc
 //
 // With s.Enabled false it returns its next RoundTripper itself: no
 // goroutine, no change. The caller's request is never changed; the trip's
-// request is a Request.WithContext copy of the first caller's. It is safe
+// request is a Request.Clone of the first caller's (its own Header and
+// URL). It is safe
 // for concurrent use.
 func Coalesce(s CoalesceSettings, o CoalesceOptions) Middleware {
 	if !s.Enabled {
@@ -171,8 +172,11 @@ func (c *coalescer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	t.waiters++
 	// DoChan runs fn only when no call for key is under way, which is
-	// exactly when t is new (see coalescer).
-	ch := c.g.DoChan(key, func() (any, error) { return c.run(key, t, req.WithContext(t.ctx)), nil })
+	// exactly when t is new (see coalescer). The trip gets a deep copy
+	// (Clone): a first caller that leaves owns its request again and may
+	// change its Header or URL while the layers below still read the
+	// trip's.
+	ch := c.g.DoChan(key, func() (any, error) { return c.run(key, t, req.Clone(t.ctx)), nil })
 	c.mu.Unlock()
 	if joined {
 		c.join(req)

@@ -584,3 +584,45 @@ func BenchmarkCoalesce(b *testing.B) {
 	})
 	b.Run("coalesced", func(b *testing.B) { benchRT(b, rt) })
 }
+
+// TestCoalesceTripOwnsItsRequest: a first caller that left owns its
+// request again and may change it while the trip is still below; the trip
+// reads a copy of its own (under -race, a shared Header map is a race).
+func TestCoalesceTripOwnsItsRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var late, path string
+		c := newCoalesce(coalesceOn(), middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			time.Sleep(time.Second) // ignores the trip's context
+			late, path = r.Header.Get("X-Late"), r.URL.Path
+			r.Clone(context.Background()) // what a layer below does: read every header
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+		}))
+		lctx, cancel := context.WithCancel(t.Context())
+		lead, wait := newReq(t, lctx, "GET", ""), newReq(t, t.Context(), "GET", "")
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if _, err := c.rt.RoundTrip(lead); !errors.Is(err, context.Canceled) {
+				t.Errorf("leader: %v, want context.Canceled", err)
+			}
+			// The caller has its request back and changes it.
+			lead.Header.Set("X-Late", "1")
+			lead.URL.Path = "/changed"
+		})
+		synctest.Wait()
+		wg.Go(func() {
+			resp, err := c.rt.RoundTrip(wait)
+			if err != nil {
+				t.Errorf("waiter: %v", err)
+				return
+			}
+			resp.Body.Close()
+		})
+		synctest.Wait()
+		time.Sleep(500 * time.Millisecond)
+		cancel()
+		wg.Wait()
+		if late != "" || path != "/v1/items" {
+			t.Errorf("the trip saw X-Late %q and path %q, want the request as it was sent (\"\", /v1/items)", late, path)
+		}
+	})
+}
