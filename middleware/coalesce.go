@@ -360,6 +360,12 @@ func (c *coalescer) deliver(req *http.Request, t *trip, lead bool, sh *shared) (
 	*r = *sh.resp
 	r.Header = sh.resp.Header.Clone()
 	r.Trailer = sh.resp.Trailer.Clone()
+	if stream != nil {
+		// net/http fills the trailers into the trip's response's own map
+		// at the end of its body, which this caller reads: a copy made
+		// now would stay empty. The whole answer is this caller's.
+		r.Trailer = sh.resp.Trailer
+	}
 	r.TransferEncoding = slices.Clone(sh.resp.TransferEncoding)
 	r.Request = withCallStart(req, sh.resp.Request)
 	switch {

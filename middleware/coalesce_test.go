@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -625,4 +626,31 @@ func TestCoalesceTripOwnsItsRequest(t *testing.T) {
 			t.Errorf("the trip saw X-Late %q and path %q, want the request as it was sent (\"\", /v1/items)", late, path)
 		}
 	})
+}
+
+// TestCoalesceStreamKeepsTrailers: the caller that takes a large answer's
+// stream reads its trailers once the body is read, as net/http gives them.
+func TestCoalesceStreamKeepsTrailers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Sum")
+		io.WriteString(w, strings.Repeat("x", 100))
+		w.Header().Set("X-Sum", "abc")
+	}))
+	defer srv.Close()
+	tr := srv.Client().Transport.(*http.Transport)
+	defer tr.CloseIdleConnections()
+	s := coalesceOn()
+	s.MaxBody = 10
+	c := newCoalesce(s, tr)
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", srv.URL, nil)
+	resp, err := c.rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, resp); len(got) != 100 {
+		t.Fatalf("body: %d bytes, want 100", len(got))
+	}
+	if got := resp.Trailer.Get("X-Sum"); got != "abc" {
+		t.Errorf("trailer X-Sum = %q, want abc", got)
+	}
 }
