@@ -68,7 +68,8 @@ var conditionalHeaders = []string{"Range", "If-Range", "If-Match", "If-None-Matc
 //
 // An answer larger than MaxBody is not shared: the first caller (or, if it
 // left, the first caller to take the answer) gets it whole, the buffered bytes
-// and then the rest of the stream, and its cancellation now ends that
+// and then the rest of the stream, with the trip's own Trailer map (net/http
+// fills it in at the end of the body), and its cancellation now ends that
 // read; every other caller sends its own request below, uncoalesced. A
 // body that failed while it was buffered is shared as such: each caller
 // reads the bytes that came, then the error.
