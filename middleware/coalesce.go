@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/http/httptrace"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -45,7 +46,10 @@ var conditionalHeaders = []string{"Range", "If-Range", "If-Match", "If-None-Matc
 //
 // A call is coalesced when its method is one of s.Methods, it has no body
 // (Body nil or http.NoBody, and ContentLength 0), it asks for no protocol
-// upgrade (no Upgrade header) and, on a redirect hop, its chain back to
+// upgrade (no Upgrade header), its context carries no
+// httptrace.ClientTrace (whose hooks would run for one caller only, on the
+// trip's goroutine, even after that caller returned) and, on a redirect
+// hop, its chain back to
 // the first request is intact (Redirects). Its identity is a SHA-256 digest
 // of its method, URL (as resolved above: base_url), Host, the values of
 // s.VaryHeaders and of the Range and conditional headers, the URLs of the
@@ -200,6 +204,12 @@ func (c *coalescer) identity(req *http.Request) (string, bool) {
 	}
 	if !slices.Contains(c.methods, method) || req.URL == nil ||
 		(req.Body != nil && req.Body != http.NoBody) || req.ContentLength != 0 || req.Header.Get("Upgrade") != "" {
+		return "", false
+	}
+	// A caller's httptrace.ClientTrace would travel with the trip's
+	// context values: its hooks would run on the trip's goroutine after
+	// that caller returned, and the others' would never run.
+	if httptrace.ContextClientTrace(req.Context()) != nil {
 		return "", false
 	}
 	// Every part goes in with its length, so no two different calls write

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -215,6 +216,10 @@ func TestCoalesceNeverWithBody(t *testing.T) {
 			r := newReq(t, t.Context(), "GET", "")
 			r.Header.Set("Upgrade", "websocket")
 			return r
+		}},
+		{"GET with an httptrace.ClientTrace", coalesceOn(), func(t *testing.T) *http.Request {
+			trace := &httptrace.ClientTrace{GotFirstResponseByte: func() {}}
+			return newReq(t, httptrace.WithClientTrace(t.Context(), trace), "GET", "")
 		}},
 		{"no methods", middleware.CoalesceSettings{Enabled: true, Methods: []string{}}, func(t *testing.T) *http.Request {
 			return newReq(t, t.Context(), "GET", "")
