@@ -80,7 +80,9 @@ var conditionalHeaders = []string{"Range", "If-Range", "If-Match", "If-None-Matc
 //
 // A caller whose context ends stops waiting at once and gets its
 // context's error, whoever it is, the first caller too; the trip goes on
-// for the others. When the last caller leaves, the trip's context is
+// for the others; a caller whose context ended just as the answer came
+// leaves too (a large answer's stream then goes to a caller still
+// waiting). When the last caller leaves, the trip's context is
 // cancelled (the layers below end it) and a new call starts a new trip.
 // The total timeout below bounds every trip.
 //
@@ -188,7 +190,15 @@ func (c *coalescer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	select {
 	case res := <-ch:
-		return c.deliver(req, t, !joined, res.Val.(*shared))
+		sh := res.Val.(*shared)
+		if sh.panic != nil || ctx.Err() == nil {
+			return c.deliver(req, t, !joined, sh)
+		}
+		// Gone just as the answer came (select picks either): this
+		// caller leaves as if it had been first, so that a large answer's
+		// stream goes to a caller still waiting, or is closed.
+		c.leave(key, t, !joined)
+		return nil, fmt.Errorf("switchboard: waiting for a coalesced call: %w", ctx.Err())
 	case <-ctx.Done():
 		c.leave(key, t, !joined)
 		return nil, fmt.Errorf("switchboard: waiting for a coalesced call: %w", ctx.Err())

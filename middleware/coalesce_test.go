@@ -408,27 +408,70 @@ func TestCoalesceLargeAnswerNotShared(t *testing.T) {
 			}
 		})
 	})
-	t.Run("everyone gone: the stream is closed", func(t *testing.T) {
+	// The backend ignores the trip's context: its large answer comes
+	// after its callers left, or while the only one left is not looking.
+	late := func(backend *fakert.Transport) http.RoundTripper {
+		return middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			time.Sleep(time.Second)
+			return backend.RoundTrip(r.WithContext(context.WithoutCancel(r.Context())))
+		})
+	}
+	t.Run("everyone gone before the answer: the stream is closed", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			backend := fakert.New(fakert.Step{Body: body})
-			block := make(chan struct{})
-			// The answer arrives while the only caller is leaving: whoever
-			// wins, the backend's body ends closed.
-			c := newCoalesce(small, middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
-				<-block
-				return backend.RoundTrip(r)
-			}))
+			c := newCoalesce(small, late(backend))
 			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				c.rt.RoundTrip(newReq(t, ctx, "GET", ""))
-			}()
+			time.AfterFunc(500*time.Millisecond, cancel)
+			for i, o := range callAll(c.rt, newReq(t, ctx, "GET", ""), newReq(t, ctx, "GET", "")) {
+				if !errors.Is(o.err, context.Canceled) {
+					t.Errorf("caller %d: %v, want context.Canceled", i, o.err)
+				}
+			}
+			time.Sleep(time.Second)
 			synctest.Wait()
-			cancel()
-			<-done
-			close(block)
+			if backend.BodiesHanded() != 1 || backend.OpenBodies() != 0 {
+				t.Errorf("backend bodies handed %d, open %d; want 1, 0", backend.BodiesHanded(), backend.OpenBodies())
+			}
+		})
+	})
+	t.Run("everyone gone after the answer: the stream is closed", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			backend := fakert.New(fakert.Step{Body: body})
+			// The waiter is held in its coalesce.joined event, before it
+			// waits, until the test lets it go.
+			release := make(chan struct{})
+			ev := &middleware.Events{Observer: middleware.ObserverFunc(func(context.Context, middleware.Event) { <-release })}
+			rt := middleware.Coalesce(small, middleware.CoalesceOptions{Events: ev})(late(backend))
+			lctx, lcancel := context.WithCancel(t.Context())
+			wctx, wcancel := context.WithCancel(t.Context())
+			time.AfterFunc(500*time.Millisecond, lcancel)
+			var wg sync.WaitGroup
+			var errs [2]error
+			for i, ctx := range []context.Context{lctx, wctx} {
+				wg.Go(func() {
+					resp, err := rt.RoundTrip(newReq(t, ctx, "GET", ""))
+					if err == nil {
+						resp.Body.Close()
+					}
+					errs[i] = err
+				})
+				synctest.Wait()
+			}
+			time.Sleep(time.Second)
 			synctest.Wait()
+			// The leader left at 500ms; the answer came at 1s and its
+			// stream is kept for the waiter, which has not taken it yet.
+			if got := backend.OpenBodies(); got != 1 {
+				t.Fatalf("backend bodies open before the waiter leaves = %d, want 1 (the kept stream)", got)
+			}
+			wcancel()
+			close(release)
+			wg.Wait()
+			for i, err := range errs {
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("caller %d: %v, want context.Canceled", i, err)
+				}
+			}
 			if got := backend.OpenBodies(); got != 0 {
 				t.Errorf("backend bodies left open = %d, want 0", got)
 			}
