@@ -106,7 +106,7 @@ var keyDocs = map[string]string{
 
 	"coalesce.enabled":      "Concurrent identical calls (same method, URL after base_url, listed header values) share one trip through the pipeline: retries, breaker, bulkhead and rate limit see one call, and each caller gets its own copy of the answer. The trip runs on a goroutine of its own. Client-level: routes cannot set it.",
 	"coalesce.methods":      "Methods whose calls are coalesced. A call with a body, or asking for an upgrade, never is. [] = none.",
-	"coalesce.vary_headers": "Request headers whose values are part of a call's identity (hashed, never kept in clear); Range and the conditional headers always are. List every header that changes the answer (Cookie, a tenant header): callers that differ only in an unlisted one share one answer. [] = method and URL only.",
+	"coalesce.vary_headers": "Request headers whose values are part of a call's identity (hashed, never kept in clear; names case-insensitive); Cookie, Proxy-Authorization, Range and the conditional headers always are. List every other header that changes the answer (a tenant header, rate_limit.per_header's): callers that differ only in an unlisted one share one answer. [] = method, URL and the headers always counted.",
 	"coalesce.max_body":     "Largest response body, in bytes, shared with every caller; a larger answer goes to the first caller as a stream and the others send their own requests. 0 = only answers without a body are shared.",
 }
 

@@ -30,11 +30,15 @@ type CoalesceOptions struct {
 	Joined *atomic.Uint64
 }
 
-// conditionalHeaders are part of every call's identity, whatever
-// CoalesceSettings.VaryHeaders says: they change what the answer is (a 206
-// for a Range, a 304 or 412 for a condition), not only how it is shown,
-// so that no caller gets an answer to a question it did not ask.
-var conditionalHeaders = []string{"Range", "If-Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since"}
+// alwaysVary are part of every call's identity, whatever
+// CoalesceSettings.VaryHeaders says. Cookie and Proxy-Authorization say
+// who asks (an http.Client's Jar adds cookies above every transport, so
+// no vary list written for the layer would see them coming): two users
+// never share an answer by them. Range and the conditional headers change
+// what the answer is (a 206 for a Range, a 304 or 412 for a condition),
+// not only how it is shown, so that no caller gets an answer to a
+// question it did not ask.
+var alwaysVary = []string{"Cookie", "Proxy-Authorization", "Range", "If-Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since"}
 
 // Coalesce returns the middleware that lets concurrent identical calls
 // share one trip through the layers below it, on
@@ -52,7 +56,8 @@ var conditionalHeaders = []string{"Range", "If-Range", "If-Match", "If-None-Matc
 // hop, its chain back to
 // the first request is intact (Redirects). Its identity is a SHA-256 digest
 // of its method, URL (as resolved above: base_url), Host, the values of
-// s.VaryHeaders and of the Range and conditional headers, the URLs of the
+// s.VaryHeaders and, always, of Cookie, Proxy-Authorization, Range and the
+// conditional headers (names matched case-insensitively), the URLs of the
 // earlier hops of its redirect chain (the layers below decide credentials
 // by them) and its Overrides; secret header values are in the digest
 // only, never kept in clear. Every other call passes through untouched.
@@ -102,8 +107,8 @@ func Coalesce(s CoalesceSettings, o CoalesceOptions) Middleware {
 	if vary == nil {
 		vary = DefaultCoalesceVaryHeaders()
 	}
-	keys := make([]string, 0, len(vary)+len(conditionalHeaders))
-	for _, h := range append(slices.Clone(vary), conditionalHeaders...) {
+	keys := make([]string, 0, len(vary)+len(alwaysVary))
+	for _, h := range append(slices.Clone(vary), alwaysVary...) {
 		if k := http.CanonicalHeaderKey(h); !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
@@ -230,8 +235,23 @@ func (c *coalescer) identity(req *http.Request) (string, bool) {
 	field(method)
 	field(req.URL.String())
 	field(req.Host)
+	// A header set under a name that is not canonical (Header["cookie"])
+	// is sent as well: its values count under the canonical name, in the
+	// order of the names (the map's order is random).
+	var odd []string
+	for k := range req.Header {
+		if http.CanonicalHeaderKey(k) != k {
+			odd = append(odd, k)
+		}
+	}
+	slices.Sort(odd)
 	for _, h := range c.headers {
 		vs := req.Header[h]
+		for _, k := range odd {
+			if http.CanonicalHeaderKey(k) == h {
+				vs = append(slices.Clip(vs), req.Header[k]...)
+			}
+		}
 		b = binary.AppendUvarint(b, uint64(len(vs)))
 		for _, v := range vs {
 			field(v)

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -146,6 +148,11 @@ func TestCoalesceIdentity(t *testing.T) {
 		{"authorization differs", withHeader("Authorization", "Bearer a"), withHeader("Authorization", "Bearer b"), false},
 		{"accept differs", withHeader("Accept", "text/csv"), withHeader("Accept", "application/json"), false},
 		{"unlisted header differs", withHeader("X-Trace", "1"), withHeader("X-Trace", "2"), true},
+		{"cookie always counts", withHeader("Cookie", "session=alice"), withHeader("Cookie", "session=bob"), false},
+		{"proxy-authorization always counts", withHeader("Proxy-Authorization", "Basic YQ=="), withHeader("Proxy-Authorization", "Basic Yg=="), false},
+		{"authorization under a lower-case name", func(r *http.Request) { r.Header["authorization"] = []string{"Bearer a"} },
+			func(r *http.Request) { r.Header["authorization"] = []string{"Bearer b"} }, false},
+		{"cookie under a lower-case name", func(r *http.Request) { r.Header["cookie"] = []string{"session=alice"} }, nil, false},
 		{"range always counts", withHeader("Range", "bytes=0-9"), nil, false},
 		{"if-none-match always counts", withHeader("If-None-Match", `"v1"`), nil, false},
 		{"host differs", func(r *http.Request) { r.Host = "other.test" }, nil, false},
@@ -701,4 +708,45 @@ func TestCoalesceStreamKeepsTrailers(t *testing.T) {
 	if got := resp.Trailer.Get("X-Sum"); got != "abc" {
 		t.Errorf("trailer X-Sum = %q, want abc", got)
 	}
+}
+
+// TestCoalesceJarCookiesAreIdentity: http.Client's Jar adds a user's
+// cookies above the transport, where no vary list is written for them;
+// two users' calls in flight together still get each their own answer.
+func TestCoalesceJarCookiesAreIdentity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		c := newCoalesce(coalesceOn(), middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			calls.Add(1)
+			time.Sleep(time.Second)
+			who, _ := r.Cookie("session")
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Request: r,
+				Body: io.NopCloser(strings.NewReader("account of " + who.Value))}, nil
+		}))
+		var wg sync.WaitGroup
+		for _, user := range []string{"alice", "bob"} {
+			jar, err := cookiejar.New(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, _ := url.Parse("http://svc.test/")
+			jar.SetCookies(u, []*http.Cookie{{Name: "session", Value: user}})
+			client := &http.Client{Transport: c.rt, Jar: jar}
+			wg.Go(func() {
+				resp, err := client.Get("http://svc.test/account")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if got := readAll(t, resp); got != "account of "+user {
+					t.Errorf("%s got %q", user, got)
+				}
+			})
+			synctest.Wait()
+		}
+		wg.Wait()
+		if got := calls.Load(); got != 2 {
+			t.Errorf("backend requests = %d, want 2 (one per user)", got)
+		}
+	})
 }
