@@ -750,3 +750,88 @@ func TestCoalesceJarCookiesAreIdentity(t *testing.T) {
 		}
 	})
 }
+
+// blockingBody gives its bytes, then blocks until ctx ends, as a
+// transport's body does while the server is silent.
+type blockingBody struct {
+	r   io.Reader
+	ctx context.Context
+}
+
+func (b *blockingBody) Read(p []byte) (int, error) {
+	if n, _ := b.r.Read(p); n > 0 {
+		return n, nil
+	}
+	<-b.ctx.Done()
+	return 0, b.ctx.Err()
+}
+
+func (b *blockingBody) Close() error { return nil }
+
+// TestCoalesceStreamEndsWithItsCaller: the caller that took a large
+// answer's stream owns the trip: its cancellation ends the read below.
+func TestCoalesceStreamEndsWithItsCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := coalesceOn()
+		s.MaxBody = 4
+		c := newCoalesce(s, middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Request: r,
+				Body: &blockingBody{r: strings.NewReader("0123456789"), ctx: r.Context()}}, nil
+		}))
+		ctx, cancel := context.WithCancel(t.Context())
+		resp, err := c.rt.RoundTrip(newReq(t, ctx, "GET", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		time.AfterFunc(time.Second, cancel)
+		start := time.Now()
+		b, err := io.ReadAll(resp.Body)
+		if string(b) != "0123456789" || !errors.Is(err, context.Canceled) || time.Since(start) != time.Second {
+			t.Errorf("read %q, %v after %v; want the bytes, then context.Canceled at the caller's cancel (1s)", b, err, time.Since(start))
+		}
+	})
+}
+
+// TestCoalesceTrailersOwnPerCaller: each caller of a shared answer gets
+// its own Trailer map, as it gets its own Header.
+func TestCoalesceTrailersOwnPerCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCoalesce(coalesceOn(), middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			time.Sleep(time.Second)
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Request: r, Body: io.NopCloser(strings.NewReader("ok")),
+				Trailer: http.Header{"X-Sum": {"abc"}}}, nil
+		}))
+		out := callAll(c.rt, gets(t, t.Context(), 2)...)
+		for i, o := range out {
+			if o.err != nil {
+				t.Fatalf("caller %d: %v", i, o.err)
+			}
+			readAll(t, o.resp)
+		}
+		out[0].resp.Trailer.Set("X-Sum", "spoilt")
+		if got := out[1].resp.Trailer.Get("X-Sum"); got != "abc" {
+			t.Errorf("caller 1's trailer X-Sum = %q after caller 0 changed its own, want abc", got)
+		}
+	})
+}
+
+// TestCoalesceCallerAlreadyGoneStartsNoTrip: a caller whose context has
+// ended before it arrives starts no trip: its own request goes below, as
+// without coalescing, and fails there.
+func TestCoalesceCallerAlreadyGoneStartsNoTrip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		backend := fakert.New()
+		c := newCoalesce(coalesceOn(), backend)
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		req := newReq(t, ctx, "GET", "")
+		if _, err := c.rt.RoundTrip(req); !errors.Is(err, context.Canceled) {
+			t.Errorf("got %v, want context.Canceled", err)
+		}
+		synctest.Wait()
+		if reqs := backend.Requests(); len(reqs) != 1 || reqs[0].Req != req {
+			t.Errorf("backend saw %d requests, want 1: the caller's own", len(reqs))
+		}
+	})
+}
