@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptrace"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,8 @@ import (
 // value emits no events and counts nothing.
 type CoalesceOptions struct {
 	// Events receives coalesce.joined, once per caller that joined a trip
-	// already under way (Debug).
+	// already under way (Debug); its Logger also gets, at Error, a trip's
+	// panic that came when every caller had gone.
 	Events *Events
 	// Joined, when not nil, counts the callers that joined a trip already
 	// under way (one atomic add each): the factory's cumulative count for
@@ -72,8 +74,11 @@ var alwaysVary = []string{"Cookie", "Proxy-Authorization", "Range", "If-Range", 
 // is shared: each caller gets its own *http.Response, a copy with its own
 // Header and Trailer (Clone), a body of its own over the shared bytes,
 // and its own request as Request. An error, the same value, goes to every
-// caller; a panic below is re-raised in every caller's goroutine, as it
-// would have been without coalescing (DoChan would crash the process).
+// caller; a panic below is raised again in every caller's goroutine, as it
+// would have been without coalescing (DoChan would crash the process), as
+// an error that holds the value and the stack where it happened (Unwrap
+// gives the value when it is an error); when every caller has gone, it is
+// logged at Error to Options.Events' Logger instead.
 //
 // An answer larger than MaxBody is not shared: the first caller (or, if it
 // left, the first caller to take the answer) gets it whole, the buffered bytes
@@ -152,9 +157,11 @@ type trip struct {
 	cancel context.CancelFunc
 
 	// Guarded by coalescer.mu.
-	waiters int            // callers waiting for it
-	leading bool           // its first caller is among them
-	stream  *http.Response // an answer over maxBody that no caller took yet
+	waiters  int            // callers waiting for it
+	leading  bool           // its first caller is among them
+	stream   *http.Response // an answer over maxBody that no caller took yet
+	panicked *coalescePanic // the trip's panic, once it ended so; nil if none
+	raised   bool           // a caller raised panicked again
 }
 
 // shared is what a trip hands every caller: the answer (its Body unused)
@@ -162,10 +169,28 @@ type trip struct {
 type shared struct {
 	resp    *http.Response
 	body    []byte
-	err     error // the trip's error; resp is nil then
-	bodyErr error // reading the body failed after body
-	large   bool  // the body is over maxBody: resp.Body is the rest of the stream
-	panic   any   // the value a layer below panicked with; nil if none
+	err     error          // the trip's error; resp is nil then
+	bodyErr error          // reading the body failed after body
+	large   bool           // the body is over maxBody: resp.Body is the rest of the stream
+	panic   *coalescePanic // a layer below panicked; nil if none
+}
+
+// coalescePanic is a panic below a coalesced trip, recovered on the
+// trip's goroutine and raised again in each caller's, whose own stack
+// does not show where it happened: it keeps the value and that stack, as
+// singleflight's panicError does (Do's, which DoChan cannot give: it
+// would crash the process). Error is the value and the stack; Unwrap is
+// the value when it is an error.
+type coalescePanic struct {
+	value any
+	stack []byte
+}
+
+func (p *coalescePanic) Error() string { return fmt.Sprintf("%v\n\n%s", p.value, p.stack) }
+
+func (p *coalescePanic) Unwrap() error {
+	err, _ := p.value.(error)
+	return err
 }
 
 func (c *coalescer) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -196,12 +221,13 @@ func (c *coalescer) RoundTrip(req *http.Request) (*http.Response, error) {
 	select {
 	case res := <-ch:
 		sh := res.Val.(*shared)
-		if sh.panic != nil || ctx.Err() == nil {
+		if ctx.Err() == nil {
 			return c.deliver(req, t, !joined, sh)
 		}
 		// Gone just as the answer came (select picks either): this
 		// caller leaves as if it had been first, so that a large answer's
-		// stream goes to a caller still waiting, or is closed.
+		// stream goes to a caller still waiting, or is closed, and a panic
+		// is raised by a caller still waiting, or logged.
 		c.leave(key, t, !joined)
 		return nil, fmt.Errorf("switchboard: waiting for a coalesced call: %w", ctx.Err())
 	case <-ctx.Done():
@@ -305,7 +331,7 @@ func (c *coalescer) run(key string, t *trip, req *http.Request) (sh *shared) {
 			if sh.resp != nil {
 				sh.resp.Body.Close()
 			}
-			*sh = shared{panic: v}
+			*sh = shared{panic: &coalescePanic{value: v, stack: debug.Stack()}}
 		}
 	}()
 	resp, err := c.next.RoundTrip(req)
@@ -338,7 +364,12 @@ func (c *coalescer) finish(key string, t *trip, sh *shared) {
 	if keep {
 		t.stream = sh.resp
 	}
+	t.panicked = sh.panic
+	lost := sh.panic != nil && t.waiters == 0
 	c.mu.Unlock()
+	if lost {
+		c.logPanic(t.ctx, sh.panic)
+	}
 	if sh.large && !keep {
 		sh.resp.Body.Close()
 	}
@@ -358,16 +389,23 @@ func (c *coalescer) leave(key string, t *trip, lead bool) {
 	}
 	last := t.waiters == 0
 	var stream *http.Response
+	var lost *coalescePanic
 	if last {
 		if c.trips[key] == t {
 			delete(c.trips, key)
 			c.g.Forget(key)
 		}
 		stream, t.stream = t.stream, nil
+		if !t.raised {
+			lost = t.panicked
+		}
 	}
 	c.mu.Unlock()
 	if stream != nil {
 		stream.Body.Close()
+	}
+	if lost != nil {
+		c.logPanic(t.ctx, lost)
 	}
 	if last {
 		t.cancel()
@@ -386,6 +424,9 @@ func (c *coalescer) deliver(req *http.Request, t *trip, lead bool, sh *shared) (
 	}
 	if lead {
 		t.leading = false
+	}
+	if sh.panic != nil {
+		t.raised = true
 	}
 	c.mu.Unlock()
 	switch {
@@ -439,6 +480,17 @@ func (b *streamBody) Close() error {
 	err := b.rc.Close()
 	b.once.Do(b.end)
 	return err
+}
+
+// logPanic logs, at Error, a trip's panic that no caller is left to
+// raise again: every caller had gone when it came. It is not an event
+// (logging.events does not filter it): like a panic, it is never routine.
+func (c *coalescer) logPanic(ctx context.Context, p *coalescePanic) {
+	if c.ev == nil || c.ev.Logger == nil || !c.ev.Logger.Enabled(ctx, slog.LevelError) {
+		return
+	}
+	c.ev.Logger.LogAttrs(ctx, slog.LevelError, "switchboard: a coalesced trip panicked after every caller had gone",
+		slog.String("client", c.ev.Client), slog.String("panic", fmt.Sprint(p.value)), slog.String("stack", string(p.stack)))
 }
 
 // errReader fails every read with err.

@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/switchboard-http/switchboard/internal/fakert"
+	"github.com/switchboard-http/switchboard/internal/logcapture"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -545,8 +547,13 @@ func TestCoalescePanicReachesEveryCaller(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if got != [2]any{"below", "below"} {
-			t.Errorf("callers recovered %v, want the panic in both", got)
+		for i, v := range got {
+			// The value, and the stack where it happened (this test's
+			// function, on the trip's goroutine).
+			err, ok := v.(error)
+			if !ok || !strings.HasPrefix(err.Error(), "below\n") || !strings.Contains(err.Error(), "TestCoalescePanicReachesEveryCaller") {
+				t.Errorf("caller %d recovered %v, want the panic with its stack", i, v)
+			}
 		}
 		if n := calls.Load(); n != 1 {
 			t.Errorf("backend requests = %d, want 1", n)
@@ -834,4 +841,69 @@ func TestCoalesceCallerAlreadyGoneStartsNoTrip(t *testing.T) {
 			t.Errorf("backend saw %d requests, want 1: the caller's own", len(reqs))
 		}
 	})
+}
+
+// TestCoalescePanicUnwraps: a panic with an error value is that error.
+func TestCoalescePanicUnwraps(t *testing.T) {
+	boom := errors.New("boom")
+	c := newCoalesce(coalesceOn(), middleware.RoundTripperFunc(func(*http.Request) (*http.Response, error) { panic(boom) }))
+	defer func() {
+		if err, ok := recover().(error); !ok || !errors.Is(err, boom) {
+			t.Errorf("recovered %v, want an error that is boom", err)
+		}
+	}()
+	c.rt.RoundTrip(newReq(t, t.Context(), "GET", ""))
+}
+
+// TestCoalescePanicWithNobodyLeftIsLogged: a panic below that comes once
+// every caller has gone is logged, with its stack, not dropped.
+func TestCoalescePanicWithNobodyLeftIsLogged(t *testing.T) {
+	for _, name := range []string{"gone before the trip ends", "gone as it ends"} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				logger, logs := logcapture.New()
+				ev := &middleware.Events{Client: "billing", Logger: logger}
+				release := make(chan struct{})
+				if name == "gone as it ends" {
+					// The only caller is held before it waits until the
+					// trip has ended, then finds its context ended too.
+					ev.Observer = middleware.ObserverFunc(func(context.Context, middleware.Event) { <-release })
+				} else {
+					close(release)
+				}
+				rt := middleware.Coalesce(coalesceOn(), middleware.CoalesceOptions{Events: ev})(
+					middleware.RoundTripperFunc(func(*http.Request) (*http.Response, error) {
+						time.Sleep(time.Second) // ignores the trip's context
+						panic("below")
+					}))
+				lctx, lcancel := context.WithCancel(t.Context())
+				wctx, wcancel := context.WithCancel(t.Context())
+				time.AfterFunc(500*time.Millisecond, lcancel)
+				var wg sync.WaitGroup
+				for _, ctx := range []context.Context{lctx, wctx} {
+					wg.Go(func() {
+						if _, err := rt.RoundTrip(newReq(t, ctx, "GET", "")); !errors.Is(err, context.Canceled) {
+							t.Errorf("caller: %v, want context.Canceled", err)
+						}
+					})
+					synctest.Wait()
+				}
+				if name == "gone before the trip ends" {
+					time.AfterFunc(700*time.Millisecond, wcancel)
+				}
+				time.Sleep(time.Second)
+				synctest.Wait()
+				if name == "gone as it ends" {
+					wcancel()
+					close(release)
+				}
+				wg.Wait()
+				recs := logs.Records(t, "switchboard: a coalesced trip panicked after every caller had gone")
+				if len(recs) != 1 || recs[0]["panic"] != "below" || recs[0]["client"] != "billing" ||
+					!strings.Contains(fmt.Sprint(recs[0]["stack"]), "TestCoalescePanicWithNobodyLeftIsLogged") {
+					t.Errorf("logged %v, want one record with the panic, its stack and the client", recs)
+				}
+			})
+		})
+	}
 }
