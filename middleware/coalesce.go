@@ -89,7 +89,7 @@ var alwaysVary = []string{"Cookie", "Proxy-Authorization", "Range", "If-Range", 
 // reads the bytes that came, then the error.
 //
 // A caller whose context ends stops waiting at once and gets its
-// context's error, whoever it is, the first caller too; the trip goes on
+// context's error (and its cause, context.Cause, when it has one), whoever it is, the first caller too; the trip goes on
 // for the others; a caller whose context ended just as the answer came
 // leaves too (a large answer's stream then goes to a caller still
 // waiting). When the last caller leaves, the trip's context is
@@ -229,11 +229,22 @@ func (c *coalescer) RoundTrip(req *http.Request) (*http.Response, error) {
 		// stream goes to a caller still waiting, or is closed, and a panic
 		// is raised by a caller still waiting, or logged.
 		c.leave(key, t, !joined)
-		return nil, fmt.Errorf("switchboard: waiting for a coalesced call: %w", ctx.Err())
+		return nil, waitErr(ctx)
 	case <-ctx.Done():
 		c.leave(key, t, !joined)
-		return nil, fmt.Errorf("switchboard: waiting for a coalesced call: %w", ctx.Err())
+		return nil, waitErr(ctx)
 	}
+}
+
+// waitErr is the error of a caller whose context ended while it waited:
+// the context's error and, when it ended with a cause of its own
+// (context.WithCancelCause, WithTimeoutCause), that cause, both wrapped.
+func waitErr(ctx context.Context) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == err {
+		return fmt.Errorf("switchboard: waiting for a coalesced call: %w", err)
+	}
+	return fmt.Errorf("switchboard: waiting for a coalesced call: %w: %w", err, cause)
 }
 
 // identity returns the digest that names req's call, and false when req is

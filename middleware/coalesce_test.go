@@ -907,3 +907,19 @@ func TestCoalescePanicWithNobodyLeftIsLogged(t *testing.T) {
 		})
 	}
 }
+
+// TestCoalesceWaitKeepsTheCause: a caller cancelled with a cause gets
+// the cause, and context.Canceled, wrapped.
+func TestCoalesceWaitKeepsTheCause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		errGone := errors.New("user navigated away")
+		c := newCoalesce(coalesceOn(), fakert.New(fakert.Step{Delay: time.Second}))
+		ctx, cancel := context.WithCancelCause(t.Context())
+		time.AfterFunc(500*time.Millisecond, func() { cancel(errGone) })
+		out := callAll(c.rt, newReq(t, ctx, "GET", ""), newReq(t, t.Context(), "GET", ""))
+		if err := out[0].err; !errors.Is(err, errGone) || !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled caller: %v, want its cause and context.Canceled", err)
+		}
+		out[1].resp.Body.Close()
+	})
+}
