@@ -89,12 +89,15 @@ var alwaysVary = []string{"Cookie", "Proxy-Authorization", "Range", "If-Range", 
 // reads the bytes that came, then the error.
 //
 // A caller whose context ends stops waiting at once and gets its
-// context's error (and its cause, context.Cause, when it has one), whoever it is, the first caller too; the trip goes on
-// for the others; a caller whose context ended just as the answer came
-// leaves too (a large answer's stream then goes to a caller still
-// waiting). When the last caller leaves, the trip's context is
-// cancelled (the layers below end it) and a new call starts a new trip.
-// The total timeout below bounds every trip.
+// context's error (and its cause, context.Cause, when it has one),
+// whoever it is, the first caller too; the trip goes on for the others;
+// a caller whose context ended just as the answer came leaves too (a
+// large answer's stream then goes to a caller still waiting). When the
+// last caller leaves, the trip's context is cancelled (the layers below
+// end it) and a new call starts a new trip. The total timeout below
+// bounds every trip, from the trip's start: a caller that joins late
+// inherits the trip's age and may get the timeout sooner than its own
+// call alone would have.
 //
 // With s.Enabled false it returns its next RoundTripper itself: no
 // goroutine, no change. The caller's request is never changed; the trip's
