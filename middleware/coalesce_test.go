@@ -923,3 +923,26 @@ func TestCoalesceWaitKeepsTheCause(t *testing.T) {
 		out[1].resp.Body.Close()
 	})
 }
+
+// TestCoalesceLateJoinerInheritsTheTripsAge: the total timeout below
+// counts from the trip's start, so a caller that joins 4s into a trip
+// under a 5s timeout gets the timeout 1s later.
+func TestCoalesceLateJoinerInheritsTheTripsAge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		backend := fakert.New(fakert.Step{Delay: 10 * time.Second})
+		c := newCoalesce(coalesceOn(), middleware.Timeout(5*time.Second, middleware.TimeoutOptions{})(backend))
+		var wg sync.WaitGroup
+		wg.Go(func() { c.rt.RoundTrip(newReq(t, t.Context(), "GET", "")) })
+		time.Sleep(4 * time.Second)
+		start := time.Now()
+		_, err := c.rt.RoundTrip(newReq(t, t.Context(), "GET", ""))
+		var te *middleware.TimeoutError
+		if !errors.As(err, &te) || time.Since(start) != time.Second {
+			t.Errorf("late joiner: %v after %v, want the timeout after 1s", err, time.Since(start))
+		}
+		wg.Wait()
+		if got := backend.Calls(); got != 1 {
+			t.Errorf("backend requests = %d, want 1", got)
+		}
+	})
+}
