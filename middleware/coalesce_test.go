@@ -878,6 +878,7 @@ func TestCoalescePanicWithNobodyLeftIsLogged(t *testing.T) {
 					}))
 				lctx, lcancel := context.WithCancel(t.Context())
 				wctx, wcancel := context.WithCancel(t.Context())
+				defer wcancel()
 				time.AfterFunc(500*time.Millisecond, lcancel)
 				var wg sync.WaitGroup
 				for _, ctx := range []context.Context{lctx, wctx} {
