@@ -193,3 +193,60 @@ clients:
 		t.Errorf("requests %q: want the redirect hop to carry the first request's key", keys)
 	}
 }
+
+// TestIdempotencyKeyRedirectLoopback: over real sockets, a POST redirected
+// with 307 to another origin (another server) reaches it with a new key,
+// never the first origin's; a POST answered 303 is followed by a GET
+// (keyed too, here) with a new key, not the POST's.
+func TestIdempotencyKeyRedirectLoopback(t *testing.T) {
+	var mu sync.Mutex
+	var keys []string
+	record := func(r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		keys = append(keys, r.Method+" "+r.Header.Get("Idempotency-Key"))
+		mu.Unlock()
+	}
+	other := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		record(r)
+		w.WriteHeader(http.StatusCreated)
+	})
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		record(r)
+		switch r.URL.Path {
+		case "/elsewhere":
+			http.Redirect(w, r, other.URL+"/v1/charges", http.StatusTemporaryRedirect)
+		case "/see-other":
+			http.Redirect(w, r, "/v1/charges/1", http.StatusSeeOther)
+		default:
+			w.WriteHeader(http.StatusOK)
+		}
+	})
+	r, _ := openFile(t, `
+clients:
+  billing:
+    retry: {idempotency_key: {enabled: true, methods: [POST, GET]}}
+`, factory.Options{NoWatch: true, Logger: discard()})
+	for _, path := range []string{"/elsewhere", "/see-other"} {
+		mu.Lock()
+		keys = nil
+		mu.Unlock()
+		resp, err := r.Get("billing").Post(srv.URL+path, "application/json", strings.NewReader(`{"amount":100}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		mu.Lock()
+		got := append([]string(nil), keys...)
+		mu.Unlock()
+		if len(got) != 2 {
+			t.Fatalf("%s: requests %q, want 2", path, got)
+		}
+		_, k1, _ := strings.Cut(got[0], " ")
+		_, k2, _ := strings.Cut(got[1], " ")
+		if k1 == "" || k2 == "" || k1 == k2 {
+			t.Errorf("%s: requests %q, want the hop to carry a new key of its own", path, got)
+		}
+	}
+}

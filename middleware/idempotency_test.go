@@ -388,3 +388,74 @@ func TestIdempotencyKeyZeroSettingsInCode(t *testing.T) {
 		})
 	}
 }
+
+// hopAfter returns a redirect hop of method to url that http.Client sends
+// after a response of status to prev.
+func hopAfter(t *testing.T, prev *http.Request, status int, method, url string) *http.Request {
+	t.Helper()
+	var body *strings.Reader
+	if method != http.MethodGet {
+		body = strings.NewReader(`{"amount":100}`)
+	}
+	var req *http.Request
+	var err error
+	if body != nil {
+		req, err = http.NewRequest(method, url, body)
+	} else {
+		req, err = http.NewRequest(method, url, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Response = &http.Response{StatusCode: status, Request: prev}
+	return req
+}
+
+// TestIdempotencyKeyRedirectHop: a redirect hop carries the previous hop's
+// key only when it resends the same request to the same origin (307 or
+// 308, same method, same scheme, host and port); a hop after a 303 (a GET
+// after the POST, GET being keyed too), after a 301/302, or to another
+// origin gets a new key of its own.
+func TestIdempotencyKeyRedirectHop(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+		method string
+		url    string
+		reuse  bool
+	}{
+		{"307 same origin", http.StatusTemporaryRedirect, http.MethodPost, "http://svc.test/v2/charges", true},
+		{"308 same origin, host case", http.StatusPermanentRedirect, http.MethodPost, "http://SVC.test:80/v2/charges", true},
+		{"307 other host", http.StatusTemporaryRedirect, http.MethodPost, "http://other.test/v1/charges", false},
+		{"307 other port", http.StatusTemporaryRedirect, http.MethodPost, "http://svc.test:8080/v1/charges", false},
+		{"307 other scheme", http.StatusTemporaryRedirect, http.MethodPost, "https://svc.test/v1/charges", false},
+		{"303 to GET", http.StatusSeeOther, http.MethodGet, "http://svc.test/v1/charges/1", false},
+		{"302 keeping POST", http.StatusFound, http.MethodPost, "http://svc.test/v2/charges", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := idemSettings()
+				s.IdempotencyKey.Methods = []string{"POST", "GET"}
+				prev := postReq(t, http.MethodPost)
+				prev.Header.Set("Idempotency-Key", "first-hop-key")
+				rt := fakert.Status(200)
+				resp, err := middleware.Retry(s, middleware.RetryOptions{ReadOnlyBelow: true})(rt).RoundTrip(hopAfter(t, prev, tc.status, tc.method, tc.url))
+				if err != nil {
+					t.Fatal(err)
+				}
+				readAll(t, resp)
+				got := oneKey(t, rt, "Idempotency-Key")
+				if tc.reuse {
+					if got != "first-hop-key" {
+						t.Errorf("key: got %q, want the previous hop's", got)
+					}
+					return
+				}
+				if got == "first-hop-key" {
+					t.Fatalf("key: got the previous hop's, want a new one")
+				}
+				checkUUIDv4(t, got)
+			})
+		})
+	}
+}
