@@ -26,7 +26,7 @@ func DefaultIdempotencyKeyMethods() []string { return []string{"POST", "PATCH"} 
 // zero value is off. A plain value.
 //
 // With Enabled, a request whose method is in Methods and that carries no
-// non-empty Header gets one: a new key
+// Header (in any case of its letters, with any value) gets one: a new key
 // per logical call, the same on every retry and every hedged copy of that
 // call, so that a server that keeps the keys it has seen (Stripe's and the
 // IETF draft's contract) runs the call once however often it arrives. A
@@ -89,9 +89,12 @@ func (k *idempotencyKeys) covers(method string) bool {
 }
 
 // forCall returns the key that every attempt of the logical call req is to
-// carry: a new one when req's method is covered and req carries no
-// non-empty key of its own, else "" (no key, or the caller's, which its
-// Header already holds and every attempt copies).
+// carry: a new one when req's method is covered and req carries no key of
+// its own, else "" (no key, or the caller's, which its Header already
+// holds and every attempt copies). A header of that name in any case of
+// its letters counts as the caller's, whatever its value, even empty: it
+// is kept as it is, as PropagateDeadline and Headers keep the caller's
+// headers, and no second key is added beside it.
 //
 // A redirect hop carries the key the previous hop was sent with only when
 // it is the same request to the same server: the response that caused it
@@ -110,7 +113,7 @@ func (k *idempotencyKeys) forCall(req *http.Request) (string, error) {
 	if method == "" {
 		method = http.MethodGet
 	}
-	if !k.covers(method) || req.Header.Get(k.header) != "" {
+	if !k.covers(method) || k.callerSet(req.Header) {
 		return "", nil
 	}
 	if prev := req.Response; prev != nil && prev.Request != nil && keepsRequest(prev, req) {
@@ -128,6 +131,20 @@ func (k *idempotencyKeys) forCall(req *http.Request) (string, error) {
 		return "", fmt.Errorf("switchboard: make idempotency key: %w", err)
 	}
 	return id.String(), nil
+}
+
+// callerSet reports whether h has a header named k.header in any case of
+// its letters (h["idempotency-key"], set without canonicalising, too).
+func (k *idempotencyKeys) callerSet(h http.Header) bool {
+	if _, ok := h[k.header]; ok {
+		return true
+	}
+	for name := range h {
+		if strings.EqualFold(name, k.header) {
+			return true
+		}
+	}
+	return false
 }
 
 // keepsRequest reports whether req, the hop http.Client sent after prev,

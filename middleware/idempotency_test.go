@@ -459,3 +459,43 @@ func TestIdempotencyKeyRedirectHop(t *testing.T) {
 		})
 	}
 }
+
+// TestIdempotencyKeyCallersHeaderPresence: a caller's header counts by its
+// presence, in any case of its name and whatever its value: an empty value
+// is sent as it is (no key added), and one set as h["idempotency-key"]
+// is sent alone, never beside a second, generated key.
+func TestIdempotencyKeyCallersHeaderPresence(t *testing.T) {
+	for _, tc := range []struct {
+		name, key, value string
+	}{
+		{"empty value", "Idempotency-Key", ""},
+		{"lower-case name", "idempotency-key", "order-42"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := fakert.Status(503, 200)
+				req := postReq(t, http.MethodPost)
+				req.Header[tc.key] = []string{tc.value}
+				resp, err := middleware.Retry(idemSettings(), middleware.RetryOptions{ReadOnlyBelow: true})(rt).RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				readAll(t, resp)
+				if rt.Calls() != 2 {
+					t.Fatalf("attempts: got %d, want 2", rt.Calls())
+				}
+				for i, r := range rt.Requests() {
+					var sent []string
+					for name, v := range r.Header {
+						if strings.EqualFold(name, "Idempotency-Key") {
+							sent = append(sent, name+"="+strings.Join(v, ","))
+						}
+					}
+					if want := tc.key + "=" + tc.value; len(sent) != 1 || sent[0] != want {
+						t.Errorf("attempt %d: sent %q, want only the caller's %q", i+1, sent, want)
+					}
+				}
+			})
+		})
+	}
+}
