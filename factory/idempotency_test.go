@@ -1,8 +1,10 @@
 package factory_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/factory"
 	"github.com/switchboard-http/switchboard/internal/fakert"
+	"github.com/switchboard-http/switchboard/internal/logcapture"
 )
 
 // keyLog is a backend that answers 503 to the first two requests of each
@@ -248,5 +251,40 @@ clients:
 		if k1 == "" || k2 == "" || k1 == k2 {
 			t.Errorf("%s: requests %q, want the hop to carry a new key of its own", path, got)
 		}
+	}
+}
+
+// TestIdempotencyKeyWithNoMethodsIsLogged: retry.idempotency_key enabled
+// with methods: [] is valid but keys nothing; a load logs a WARN naming the
+// key, on the client or on the route that sets it (once, not per route,
+// when the client's own setting is the no-op).
+func TestIdempotencyKeyWithNoMethodsIsLogged(t *testing.T) {
+	logger, logs := logcapture.New()
+	openFile(t, `
+clients:
+  billing:
+    retry: {idempotency_key: {enabled: true, methods: []}}
+    routes:
+      "POST /v1/": {timeout: 5s}
+  orders:
+    routes:
+      "POST /v1/": {retry: {idempotency_key: {enabled: true, methods: []}}}
+  search:
+    retry: {idempotency_key: {enabled: true}}
+`, factory.Options{NoWatch: true, Logger: logger})
+	var got []string
+	for _, rec := range logs.Records(t, "retry.idempotency_key is enabled with methods: []: no request gets a key") {
+		if rec["level"] != "WARN" {
+			t.Errorf("got %v, want a WARN", rec)
+		}
+		got = append(got, fmt.Sprint(rec["client"], " ", rec["key"]))
+	}
+	slices.Sort(got)
+	want := []string{
+		"billing clients.billing.retry.idempotency_key.methods",
+		`orders clients.orders.routes."POST /v1/".retry.idempotency_key.methods`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("WARNs: got %q, want %q", got, want)
 	}
 }
