@@ -499,3 +499,39 @@ func TestIdempotencyKeyCallersHeaderPresence(t *testing.T) {
 		})
 	}
 }
+
+// TestIdempotencyKeyOnHedgeFallbackToOneCopy: hedging that sends no extra
+// copy still keys the call: with no hedges and no retries allowed (the
+// single-copy path), and with a body that cannot be replayed (no GetBody,
+// larger than max_buffered_body), the one POST carries a UUIDv4 key.
+func TestIdempotencyKeyOnHedgeFallbackToOneCopy(t *testing.T) {
+	hedge := middleware.HedgeSettings{Enabled: true, Delay: 100 * time.Millisecond}
+	for _, tc := range []struct {
+		name  string
+		setup func(s *middleware.RetrySettings, req *http.Request)
+	}{
+		{"no extra copy", func(s *middleware.RetrySettings, _ *http.Request) { s.MaxRetries = 0 }},
+		{"body not replayable", func(s *middleware.RetrySettings, req *http.Request) {
+			s.MaxBufferedBody = 4
+			req.GetBody = nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := idemSettings()
+				req := postReq(t, http.MethodPost)
+				tc.setup(&s, req)
+				rt := fakert.Status(200)
+				resp, err := middleware.Hedge(hedge, s, middleware.HedgeOptions{ReadOnlyBelow: true})(rt).RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				readAll(t, resp)
+				if rt.Calls() != 1 {
+					t.Fatalf("copies: got %d, want 1", rt.Calls())
+				}
+				checkUUIDv4(t, oneKey(t, rt, "Idempotency-Key"))
+			})
+		})
+	}
+}
