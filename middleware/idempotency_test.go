@@ -502,25 +502,28 @@ func TestIdempotencyKeyCallersHeaderPresence(t *testing.T) {
 
 // TestIdempotencyKeyOnHedgeFallbackToOneCopy: hedging that sends no extra
 // copy still keys the call: with no hedges and no retries allowed (the
-// single-copy path), and with a body that cannot be replayed (no GetBody,
+// single-copy path, here by the call's Overrides), and with a body that cannot be replayed (no GetBody,
 // larger than max_buffered_body), the one POST carries a UUIDv4 key.
 func TestIdempotencyKeyOnHedgeFallbackToOneCopy(t *testing.T) {
 	hedge := middleware.HedgeSettings{Enabled: true, Delay: 100 * time.Millisecond}
 	for _, tc := range []struct {
 		name  string
-		setup func(s *middleware.RetrySettings, req *http.Request)
+		setup func(s *middleware.RetrySettings, req *http.Request) *http.Request
 	}{
-		{"no extra copy", func(s *middleware.RetrySettings, _ *http.Request) { s.MaxRetries = 0 }},
-		{"body not replayable", func(s *middleware.RetrySettings, req *http.Request) {
+		{"no extra copy", func(_ *middleware.RetrySettings, req *http.Request) *http.Request {
+			zero := 0 // the call's own max_retries: 0 leaves no copy to hedge with
+			return req.WithContext(middleware.WithOverrides(req.Context(), middleware.Overrides{MaxRetries: &zero}))
+		}},
+		{"body not replayable", func(s *middleware.RetrySettings, req *http.Request) *http.Request {
 			s.MaxBufferedBody = 4
 			req.GetBody = nil
+			return req
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := idemSettings()
-				req := postReq(t, http.MethodPost)
-				tc.setup(&s, req)
+				req := tc.setup(&s, postReq(t, http.MethodPost))
 				rt := fakert.Status(200)
 				resp, err := middleware.Hedge(hedge, s, middleware.HedgeOptions{ReadOnlyBelow: true})(rt).RoundTrip(req)
 				if err != nil {
