@@ -49,14 +49,15 @@ type CapacityOptions struct {
 
 // FullCapacity is docs/performance.md's capacity run: 400 calls/s against
 // 64 workers of 50 ms (1,280/s: the load needs 20 in flight) for 10 s, then
-// 8 workers (160/s: 2.5× overloaded) for 20 s; 3 rounds of 4 stacks, about
-// six minutes. The phases are long because an adaptive limit moves at most
-// once per recent window (1 s by default).
+// 8 workers (160/s: 2.5× overloaded) for 30 s; 3 rounds of 4 stacks, about
+// eight minutes. The phases are long because failsafe-go's adaptive limit
+// moves at most once per recent window (1 s by default), by about 1 at
+// these sizes.
 func FullCapacity() CapacityOptions {
 	return CapacityOptions{
 		Rounds: 3, Rate: 400, Service: 50 * time.Millisecond,
 		High: 64, Low: 8,
-		Healthy: 10 * time.Second, Degraded: 20 * time.Second, Settled: 5 * time.Second,
+		Healthy: 10 * time.Second, Degraded: 30 * time.Second, Settled: 5 * time.Second,
 		CallTimeout: 2 * time.Second, SampleEvery: 100 * time.Millisecond,
 	}
 }

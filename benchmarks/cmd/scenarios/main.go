@@ -8,7 +8,7 @@
 //   - capacity: a backend whose capacity drops from 64 to 8 workers mid-run,
 //     under an open loop: goodput, p50/p99 and the concurrency limit's path
 //     for switchboard's static bulkhead at 16 and 128, its adaptive one, and
-//     failsafe-go's adaptivelimiter; interleaved rounds, about six minutes.
+//     failsafe-go's adaptivelimiter; interleaved rounds, about eight minutes.
 //   - coalesce: bursts of 200 identical GETs with and without coalescing:
 //     backend requests per burst and the burst's latency; under a minute.
 //
@@ -40,7 +40,7 @@ func main() {
 	seed := flag.Uint64("seed", 0, "seed of the servers' faults; 0 = the default")
 	suite := flag.String("suite", "faults", "faults, capacity or coalesce")
 	rounds := flag.Int("rounds", 0, "capacity and coalesce: rounds; 0 = the default")
-	pathEvery := flag.Duration("path-every", time.Second, "capacity: the limit's path is shown every this long")
+	pathEvery := flag.Duration("path-every", 2*time.Second, "capacity: the limit's path is shown every this long")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
