@@ -131,6 +131,17 @@ func WriteCapacityTable(w io.Writer, o CapacityOptions, rows []CapacityRow, path
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString("\nEach round (in the order run): healthy goodput, p99 / slow goodput, p99 / last part p99:\n")
+	for _, r := range rows {
+		if r.Skipped != "" {
+			continue
+		}
+		var rs []string
+		for _, x := range r.Rounds {
+			rs = append(rs, fmt.Sprintf("%.0f/s %s / %.0f/s %s / %s", x.Healthy.Goodput, ms(x.Healthy.P99), x.Degraded.Goodput, ms(x.Degraded.P99), ms(x.Settled.P99)))
+		}
+		b.WriteString("- " + r.Stack + ": " + strings.Join(rs, "; ") + "\n")
+	}
 	for _, n := range notes {
 		b.WriteString("\n" + n + "\n")
 	}
