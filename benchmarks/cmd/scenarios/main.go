@@ -107,10 +107,14 @@ func main() {
 	exitOn(scenario.WriteTable(os.Stdout, o, rows))
 }
 
-// header prints the machine, its load and how long the run took.
+// startLoad is the load average when the command started.
+var startLoad = loadavg()
+
+// header prints the machine, its load at the start and the end, and how
+// long the run took.
 func header(start time.Time) {
-	fmt.Printf("%s, %s/%s, %d CPUs (GOMAXPROCS %d)%s; run took %.0fs\n\n",
-		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), loadavg(), time.Since(start).Seconds())
+	fmt.Printf("%s, %s/%s, %d CPUs (GOMAXPROCS %d); at the start%s; at the end%s; run took %.0fs\n\n",
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), startLoad, loadavg(), time.Since(start).Seconds())
 }
 
 // exitOn ends the command with err, if any.
