@@ -53,6 +53,7 @@ clients:
     fault: {enabled: true, abort: {percent: 1, status: 503}, header: X-Game-Day}
   reports:
     transport: {proxy_url: "http://proxyuser:proxy-SECRET-4@proxy.internal:3128"}
+    coalesce: {enabled: true}
 `
 
 // backend answers 200, but 500 on /billing while failing is set and 500
@@ -230,6 +231,13 @@ func TestStatusPageInChromium(t *testing.T) {
 	}
 	if got, err := text(`[data-client="billing"] .breaker`); err != nil || !strings.Contains(got, "closed") {
 		t.Fatalf("billing's breaker badge before: got %q (%v), want closed", got, err)
+	}
+	// Coalescing on shows its count; off, no line.
+	if got, err := text(`[data-client="reports"] .facts`); err != nil || !strings.Contains(got, "0 joined a call in flight") {
+		t.Errorf("reports' facts: got %q (%v), want the coalesced count", got, err)
+	}
+	if got, err := text(`[data-client="billing"] .facts`); err != nil || strings.Contains(got, "coalesced") {
+		t.Errorf("billing's facts: got %q (%v), want no coalesced line", got, err)
 	}
 
 	// A failing backend opens billing's breaker: its badge turns open

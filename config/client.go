@@ -44,6 +44,10 @@ type ClientConfig struct {
 	Hedge middleware.HedgeSettings `koanf:"hedge" json:"hedge"`
 	// Fault configures fault injection, for game days; off by default.
 	Fault middleware.FaultSettings `koanf:"fault" json:"fault"`
+	// Coalesce configures request coalescing: concurrent identical calls
+	// share one trip through the pipeline; off by default. Client-level
+	// only: routes cannot set it.
+	Coalesce middleware.CoalesceSettings `koanf:"coalesce" json:"coalesce"`
 	// Routes maps http.ServeMux patterns to the effective settings of the
 	// calls they match (see RouteConfig); a call that matches none runs
 	// with the client's. Nil means no routes. Only a `clients.<name>`
@@ -126,5 +130,6 @@ func Default() ClientConfig {
 		Logging:        middleware.DefaultLoggingSettings(),
 		Hedge:          middleware.DefaultHedgeSettings(),
 		Fault:          middleware.DefaultFaultSettings(),
+		Coalesce:       middleware.DefaultCoalesceSettings(),
 	}
 }

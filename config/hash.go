@@ -25,7 +25,7 @@ import (
 // Secret values only enter the digest, never the output. Hash is safe for
 // concurrent use.
 func (c ClientConfig) Hash() string {
-	c.Retry = listDefaults(c.Retry)
+	c.Retry, c.Coalesce = listDefaults(c.Retry), coalesceListDefaults(c.Coalesce)
 	w := hashers.Get().(*leafHasher)
 	w.buf = w.buf[:0]
 	v := reflect.ValueOf(&c).Elem()
@@ -81,10 +81,13 @@ func (w *leafHasher) leaf(path string, v reflect.Value) {
 	w.buf = append(b, '\n')
 }
 
-// The lists a nil retryable_status or retryable_methods means; read-only.
+// The lists a nil retryable_status, retryable_methods, coalesce.methods
+// or coalesce.vary_headers means; read-only.
 var (
 	defaultRetryableStatus  = middleware.DefaultRetryableStatus()
 	defaultRetryableMethods = middleware.IdempotentMethods()
+	defaultCoalesceMethods  = middleware.DefaultCoalesceMethods()
+	defaultCoalesceVary     = middleware.DefaultCoalesceVaryHeaders()
 )
 
 // listDefaults returns r with a nil RetryableStatus or RetryableMethods
@@ -102,11 +105,24 @@ func listDefaults(r middleware.RetrySettings) middleware.RetrySettings {
 	return r
 }
 
+// coalesceListDefaults is listDefaults for the coalesce block: a nil
+// methods or vary_headers is the default list middleware.Coalesce reads
+// it as.
+func coalesceListDefaults(s middleware.CoalesceSettings) middleware.CoalesceSettings {
+	if s.Methods == nil {
+		s.Methods = defaultCoalesceMethods
+	}
+	if s.VaryHeaders == nil {
+		s.VaryHeaders = defaultCoalesceVary
+	}
+	return s
+}
+
 // withListDefaults returns c with listDefaults applied to its retry
 // settings and to each route's (the routes map is copied, c's is not
 // changed): the settings as Hash and Equal judge them.
 func withListDefaults(c ClientConfig) ClientConfig {
-	c.Retry = listDefaults(c.Retry)
+	c.Retry, c.Coalesce = listDefaults(c.Retry), coalesceListDefaults(c.Coalesce)
 	if c.Routes != nil {
 		routes := make(map[string]RouteConfig, len(c.Routes))
 		for p, r := range c.Routes {
@@ -165,6 +181,7 @@ func (c Config) ReferencedFiles() []string {
 // for concurrent use.
 func (c ClientConfig) Equal(o ClientConfig) bool {
 	c.Retry, o.Retry = listDefaults(c.Retry), listDefaults(o.Retry)
+	c.Coalesce, o.Coalesce = coalesceListDefaults(c.Coalesce), coalesceListDefaults(o.Coalesce)
 	cv, ov := reflect.ValueOf(&c).Elem(), reflect.ValueOf(&o).Elem()
 	// keyTable is in declaration order, so a block's keys come together:
 	// each block is looked up once, not once per key.

@@ -76,9 +76,10 @@ func TestHashMatchesLegacyHash(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := Default()
 			tt.mutate(&c)
-			// Hash reads a nil retry list as its default (listDefaults).
+			// Hash reads a nil retry or coalesce list as its default
+			// (listDefaults, coalesceListDefaults).
 			norm := c
-			norm.Retry = listDefaults(c.Retry)
+			norm.Retry, norm.Coalesce = listDefaults(c.Retry), coalesceListDefaults(c.Coalesce)
 			if got, want := c.Hash(), legacyHash(norm); got != want {
 				t.Fatalf("got %s, want %s", got, want)
 			}
@@ -114,6 +115,7 @@ func TestClientConfigEqualSeesEveryKey(t *testing.T) {
 	}
 	same := Default()
 	same.Headers, same.Retry.RetryableMethods, same.Retry.RetryableStatus = nil, nil, nil
+	same.Coalesce.Methods, same.Coalesce.VaryHeaders = nil, nil
 	if !base.Equal(same) {
 		t.Fatal("Equal with nil instead of an empty map and the default lists: got false, want true")
 	}

@@ -103,6 +103,11 @@ var keyDocs = map[string]string{
 	"fault.delay.percent":  "Share of attempts held back before they are sent, in percent [0, 100].",
 	"fault.delay.duration": "How long a delayed attempt waits; > 0 when delay.percent is set.",
 	"fault.header":         "If set, only requests carrying this header are faulted. \"\" = every request.",
+
+	"coalesce.enabled":      "Concurrent identical calls (same method, URL after base_url, listed header values) share one trip through the pipeline: retries, breaker, bulkhead and rate limit see one call, and each caller gets its own copy of the answer. The trip runs on a goroutine of its own. Client-level: routes cannot set it.",
+	"coalesce.methods":      "Methods whose calls are coalesced. A call with a body, or asking for an upgrade, never is. [] = none.",
+	"coalesce.vary_headers": "Request headers whose values are part of a call's identity (hashed, never kept in clear); Range and the conditional headers always are. List every header that changes the answer (Cookie, a tenant header): callers that differ only in an unlisted one share one answer. [] = method and URL only.",
+	"coalesce.max_body":     "Largest response body, in bytes, shared with every caller; a larger answer goes to the first caller as a stream and the others send their own requests. 0 = only answers without a body are shared.",
 }
 
 // keyFormats are the syntaxes of keys that their type and tags do not say,
@@ -112,6 +117,8 @@ var keyDocs = map[string]string{
 var keyFormats = map[string]struct{ pattern, allowed string }{
 	// RFC 9110 token characters.
 	"retry.retryable_methods":       {"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", "HTTP methods"},
+	"coalesce.methods":              {"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", "HTTP methods"},
+	"coalesce.vary_headers":         {headerNamePattern, "header names"},
 	"transport.proxy_url":           {`^$|^(http|https|socks5)://[^/?#\s]+`, "http, https or socks5 URL"},
 	"base_url":                      {`^$|^[hH][tT][tT][pP][sS]?://[^/?#@\s]+[^?#\s]*$`, "http or https URL"},
 	"auth.host":                     {`^[^/?#@ ]*$`, "host[:port]"},

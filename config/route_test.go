@@ -85,6 +85,8 @@ func TestRouteValidationErrors(t *testing.T) {
 			[]string{`clients.billing.routes."POST /v1/charges".bulkhead: not allowed in a route`}},
 		{"breaker", `"POST /v1/charges": {circuit_breaker: {enabled: true}}`,
 			[]string{`clients.billing.routes."POST /v1/charges".circuit_breaker: not allowed in a route`}},
+		{"coalesce is the client's", `"GET /v1/items": {coalesce: {enabled: true}}`,
+			[]string{`clients.billing.routes."GET /v1/items".coalesce: not allowed in a route`}},
 		{"transport", `"GET /": {transport: {max_conns_per_host: 1}}`,
 			[]string{`clients.billing.routes."GET /".transport: not allowed in a route`}},
 		{"retry budget", `"GET /": {retry: {budget: {ratio: 1}}}`,

@@ -98,6 +98,16 @@ func validateClient(prefix string, c ClientConfig, strict bool) []*FieldError {
 	validateAuth(v, c.Auth)
 	validateSecrets(v, c)
 	validateFault(v, c.Fault)
+	for i, m := range c.Coalesce.Methods {
+		if !isToken(m) {
+			v.fail("coalesce.methods", "item %d must be an HTTP method, got %s", i+1, quoteShort(m))
+		}
+	}
+	for i, h := range c.Coalesce.VaryHeaders {
+		if !isToken(h) {
+			v.fail("coalesce.vary_headers", "item %d must be an HTTP header name, got %s", i+1, quoteShort(h))
+		}
+	}
 	validateRoutes(v, c, strict, slices.Clone(v.errs))
 	return v.errs
 }

@@ -93,6 +93,8 @@ func TestValidateRules(t *testing.T) {
 		{"initial above max backoff", func(c *config.ClientConfig) { c.Retry.InitialBackoff = time.Minute }, "defaults.retry.initial_backoff: must be <= max_backoff (30s), got 1m0s"},
 		{"status code", func(c *config.ClientConfig) { c.Retry.RetryableStatus = []int{99} }, "item 1 must be a status code in 100..599, got 99"},
 		{"method token", func(c *config.ClientConfig) { c.Retry.RetryableMethods = []string{"GET", "BAD METHOD"} }, `item 2 must be an HTTP method, got "BAD METHOD"`},
+		{"coalesce method token", func(c *config.ClientConfig) { c.Coalesce.Methods = []string{"GET", "BAD METHOD"} }, `coalesce.methods: item 2 must be an HTTP method, got "BAD METHOD"`},
+		{"coalesce vary header token", func(c *config.ClientConfig) { c.Coalesce.VaryHeaders = []string{"Accept", "X: Y"} }, `coalesce.vary_headers: item 2 must be an HTTP header name, got "X: Y"`},
 		{"max_buffered_body", func(c *config.ClientConfig) { c.Retry.MaxBufferedBody = -1 }, "defaults.retry.max_buffered_body: must be >= 0, got -1"},
 		{"budget ratio", func(c *config.ClientConfig) { c.Retry.Budget.Ratio = -0.1 }, "defaults.retry.budget.ratio: must be >= 0, got -0.1"},
 		{"budget min_per_second", func(c *config.ClientConfig) { c.Retry.Budget.MinPerSecond = -1 }, "defaults.retry.budget.min_per_second: must be >= 0, got -1"},

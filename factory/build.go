@@ -127,9 +127,14 @@ func (r *Registry) build(name string, in clientInput, m material, cp ClientPlan,
 	if err != nil {
 		return nil, nil, fmt.Errorf("client %q: %w", name, err) // Validate rejects these first
 	}
-	layers := make([]middleware.Middleware, 0, 3+len(h.Outer))
+	// Coalescing comes below code's Outer middleware, which may shape the
+	// request (a header from the context) and so its identity, and see
+	// every caller's call; above the routes, so that one trip runs every
+	// layer once.
+	layers := make([]middleware.Middleware, 0, 4+len(h.Outer))
 	layers = append(layers, countCalls(p.calls, c.Transport.MaxRedirects), middleware.BaseURL(base), middleware.RedactErrors())
 	layers = append(layers, h.Outer...)
+	layers = append(layers, middleware.Coalesce(c.Coalesce, middleware.CoalesceOptions{Events: ev, Joined: &p.calls.joined}))
 	p.rt = middleware.Chain(layers...)(top)
 	return p, retunes, nil
 }

@@ -14,6 +14,9 @@ import (
 // zero value counts from zero; it is safe for concurrent use.
 type callCounts struct {
 	n [middleware.OutcomePermanent + 1]atomic.Uint64
+	// joined counts the calls that joined a coalesced trip already under
+	// way (middleware.CoalesceOptions.Joined), for ClientStatus.CoalesceJoined.
+	joined atomic.Uint64
 }
 
 // countCalls returns the outermost layer of a client's pipeline: it
@@ -40,6 +43,14 @@ func countCalls(c *callCounts, maxRedirects int) middleware.Middleware {
 			return resp, err
 		})
 	}
+}
+
+// coalesced returns how many calls joined a coalesced trip; 0 for a nil c.
+func (c *callCounts) coalesced() uint64 {
+	if c == nil {
+		return 0
+	}
+	return c.joined.Load()
 }
 
 // totals returns the calls counted, those that failed (OutcomeFailure and

@@ -38,6 +38,7 @@ const (
 	ComponentTransport = "transport"
 	ComponentRoutes    = "routes"
 	ComponentBaseURL   = "base_url" // outermost, but listed last (see components)
+	ComponentCoalesce  = "coalesce" // below code's Outer middleware, listed after base_url (see components)
 )
 
 // components lists every component in pipeline order. A row without
@@ -144,6 +145,13 @@ var components = []component{
 	// before it keep their places in ClientPlan.Components for code that
 	// indexes them.
 	{name: ComponentBaseURL, keys: []string{"base_url"}},
+	// coalesce runs just inside code's Outer middleware, above the routes,
+	// listed last for the same reason as base_url. Stateless for a reload:
+	// its trips in flight are no settings; each finishes in the layer it
+	// started in (and its callers on their pipeline), while calls after
+	// the swap start trips in the new layer, so for a moment an old trip
+	// and a new one of the same identity may both be under way.
+	{name: ComponentCoalesce, keys: []string{"coalesce"}},
 }
 
 // Stateful reports whether the named component (one of the Component…

@@ -74,6 +74,7 @@ import (
 //	    "calls": 1200,                 // logical calls since the registry was made, any outcome (Status.Clients[i].Calls)
 //	    "failures": 31,                // of which failed: status >= 500, transport error, the client's timeout
 //	    "rejections": 4,               // of which refused locally: breaker open, bulkhead full, rate limited
+//	    "coalesce_joined": 80,         // calls that joined a coalesced trip under way (coalesce.enabled)
 //	    "hedge_delay_seconds": 0.15,   // hedging on only: the wait before each extra copy now
 //	    "non_default": [{              // every key that differs from the built-in defaults; absent when none
 //	      "key": "retry.max_retries", "value": "5", "default": "3",
@@ -204,25 +205,26 @@ type originDoc struct {
 // clientDoc is the JSON form of ClientStatus, with non-finite numbers as
 // null and, in Handler, the effective config.
 type clientDoc struct {
-	Name          string            `json:"name"`
-	Defined       bool              `json:"defined"`
-	ConfigHash    string            `json:"config_hash"`
-	Generation    uint64            `json:"generation"`
-	BudgetBalance *float64          `json:"budget_balance"`
-	Breaker       *breakerDoc       `json:"breaker,omitempty"`
-	BulkheadInUse int               `json:"bulkhead_in_use"`
-	BulkheadLimit int               `json:"bulkhead_limit"`
-	LimiterTokens *float64          `json:"limiter_tokens,omitempty"`
-	QuotaMode     string            `json:"quota_mode,omitempty"`
-	Routes        []string          `json:"routes,omitempty"`
-	Groups        map[string]string `json:"groups,omitempty"`
-	Fault         any               `json:"fault,omitempty"`
-	Calls         uint64            `json:"calls"`
-	Failures      uint64            `json:"failures"`
-	Rejections    uint64            `json:"rejections"`
-	HedgeDelay    *float64          `json:"hedge_delay_seconds,omitempty"`
-	NonDefault    []configKeyDoc    `json:"non_default,omitempty"`
-	Config        map[string]any    `json:"config,omitempty"`
+	Name           string            `json:"name"`
+	Defined        bool              `json:"defined"`
+	ConfigHash     string            `json:"config_hash"`
+	Generation     uint64            `json:"generation"`
+	BudgetBalance  *float64          `json:"budget_balance"`
+	Breaker        *breakerDoc       `json:"breaker,omitempty"`
+	BulkheadInUse  int               `json:"bulkhead_in_use"`
+	BulkheadLimit  int               `json:"bulkhead_limit"`
+	LimiterTokens  *float64          `json:"limiter_tokens,omitempty"`
+	QuotaMode      string            `json:"quota_mode,omitempty"`
+	Routes         []string          `json:"routes,omitempty"`
+	Groups         map[string]string `json:"groups,omitempty"`
+	Fault          any               `json:"fault,omitempty"`
+	Calls          uint64            `json:"calls"`
+	Failures       uint64            `json:"failures"`
+	Rejections     uint64            `json:"rejections"`
+	CoalesceJoined uint64            `json:"coalesce_joined"`
+	HedgeDelay     *float64          `json:"hedge_delay_seconds,omitempty"`
+	NonDefault     []configKeyDoc    `json:"non_default,omitempty"`
+	Config         map[string]any    `json:"config,omitempty"`
 }
 
 func statusDocOf(s Status) statusDoc {
@@ -253,7 +255,7 @@ func clientDocOf(c ClientStatus) clientDoc {
 		BudgetBalance: finite(c.BudgetBalance), Breaker: breakerDocOf(c),
 		BulkheadInUse: c.BulkheadInUse, BulkheadLimit: c.BulkheadLimit,
 		LimiterTokens: c.LimiterTokens, QuotaMode: c.QuotaMode, Routes: c.Routes, Groups: c.Groups,
-		Calls: c.Calls, Failures: c.Failures, Rejections: c.Rejections,
+		Calls: c.Calls, Failures: c.Failures, Rejections: c.Rejections, CoalesceJoined: c.CoalesceJoined,
 	}
 	if c.Config.Hedge.Enabled {
 		secs := c.HedgeDelay.Seconds()

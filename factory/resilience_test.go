@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/factory"
+	"github.com/switchboard-http/switchboard/internal/goroutines"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -363,9 +363,9 @@ func TestAttemptHookWrappingTheContextStartsNoGoroutine(t *testing.T) {
 	}
 	var started int
 	base := middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		before := runtime.NumGoroutine()
+		before := goroutines.ContextWatchers()
 		_, cancel := context.WithCancelCause(req.Context()) // as *http.Transport does
-		started = runtime.NumGoroutine() - before
+		started = goroutines.ContextWatchers() - before
 		cancel(nil)
 		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
 	})

@@ -104,6 +104,11 @@ type ClientStatus struct {
 	Calls      uint64 `json:"calls"`
 	Failures   uint64 `json:"failures"`
 	Rejections uint64 `json:"rejections"`
+	// CoalesceJoined counts the client's calls, since the registry was
+	// made (across reloads), that joined a coalesced trip already under
+	// way instead of sending their own (coalesce.enabled): each is also
+	// one of Calls. 0 while coalescing is off.
+	CoalesceJoined uint64 `json:"coalesce_joined"`
 	// BreakerProbeIn maps each open breaker, keyed as Breaker, to how long
 	// until it lets its next probe through; breakers that are not open
 	// are left out. Nil when the breaker is off.
@@ -167,6 +172,7 @@ func (r *Registry) Status() Status {
 			cs.BreakerProbeIn = p.breaker.ProbeIn()
 		}
 		cs.Calls, cs.Failures, cs.Rejections = p.calls.totals()
+		cs.CoalesceJoined = p.calls.coalesced()
 		if p.in.cfg.Hedge.Enabled {
 			cs.HedgeDelay = middleware.HedgeDelay(p.in.cfg.Hedge, p.latencies)
 		}

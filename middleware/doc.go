@@ -11,6 +11,8 @@
 //	    BaseURL                         base_url: a URL without a host is resolved against it
 //	    RedactErrors                    every error that leaves the pipeline is redacted
 //	    code's Outer middleware         factory.Hooks.Outer: sees each logical call
+//	    Coalesce                        coalesce.enabled: identical calls in flight share one trip below
+//	                                    (each trip on a goroutine of its own, while it runs)
 //	    Router                          with routes: picks the route's copy of 1, 4, 5 and 7
 //	 1  Timeout                         one deadline over the whole logical call
 //	 2  circuit breaker                 one outcome per logical call (after retries)
@@ -26,7 +28,8 @@
 //	10  base *http.Transport            cloned from http.DefaultTransport, connections aged out by max_conn_age
 //
 // Layers 1 to 3 and the Router see one logical call, layers 5 to 10 each
-// attempt. Every route runs its own stateless layers (1, 4, 5, 7's
+// attempt; with coalescing, the calls that share a trip are one call for
+// every layer below Coalesce, and each its own call above it. Every route runs its own stateless layers (1, 4, 5, 7's
 // Headers) around the client's stateful ones, which all routes share: the
 // breaker, the bulkhead, the rate limit and the retry budget; Auth,
 // Logging, Fault and the transport are the client's, below every route.
@@ -112,7 +115,8 @@
 // then adds none, and its expiry counts as neither. An injected fault
 // stands for a failing backend and counts as one.
 //
-// The package imports only the standard library and golang.org/x/time/rate
-// (the rate limit's token bucket); configuration, reload and the registry
-// live in other packages.
+// The package imports only the standard library, golang.org/x/time/rate
+// (the rate limit's token bucket) and golang.org/x/sync/singleflight
+// (Coalesce's shared trips); configuration, reload and the registry live
+// in other packages.
 package middleware

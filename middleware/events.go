@@ -41,6 +41,10 @@ const (
 	EventHedgeSent               = "hedge.sent"
 	EventHedgeWon                = "hedge.won"
 	EventHedgeCancelled          = "hedge.cancelled"
+	// EventCoalesceJoined: a call joined a coalesced trip already under
+	// way, and waits for its answer instead of sending its own (one per
+	// caller that joined; the first caller of a trip emits none). Debug.
+	EventCoalesceJoined = "coalesce.joined"
 )
 
 // Event is one thing that happened in a pipeline, as handed to an Observer.

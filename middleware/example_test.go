@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-http/switchboard/middleware"
@@ -58,4 +61,45 @@ func ExampleWithOverrides() {
 	o, ok := middleware.OverridesFrom(req.Context())
 	fmt.Println(ok, *o.MaxRetries, *o.Timeout, o.AttemptTimeout == nil)
 	// Output: true 0 2s true
+}
+
+// Coalesce lets identical calls in flight share one trip: three callers
+// ask while the backend is still answering the first, and the backend
+// sees one request; each caller reads its own copy of the answer.
+func ExampleCoalesce() {
+	var requests atomic.Int32
+	release := make(chan struct{})
+	backend := middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		requests.Add(1)
+		<-release // still answering while the others arrive
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("report")), Request: req}, nil
+	})
+	joined := new(atomic.Uint64)
+	s := middleware.DefaultCoalesceSettings()
+	s.Enabled = true
+	client := &http.Client{Transport: middleware.Coalesce(s, middleware.CoalesceOptions{Joined: joined})(backend)}
+
+	var wg sync.WaitGroup
+	bodies := make([]string, 3)
+	for i := range bodies {
+		wg.Go(func() {
+			resp, err := client.Get("http://reports.internal/v1/daily")
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			bodies[i] = string(b)
+		})
+	}
+	for joined.Load() < 2 { // until the two late callers have joined the first's trip
+		runtime.Gosched()
+	}
+	close(release)
+	wg.Wait()
+	fmt.Println("backend requests:", requests.Load())
+	fmt.Println("bodies:", bodies)
+	// Output:
+	// backend requests: 1
+	// bodies: [report report report]
 }

@@ -355,3 +355,19 @@ func hostOf(req *http.Request) string {
 	}
 	return req.URL.Host
 }
+
+// withCallStart returns req carrying, for its next redirect hop, the call
+// start that a Timeout layer left on from, the Request of a redirect
+// response that another request went down for (a coalesced trip's): a
+// start of its own, untaken, so that each caller's next hop finds one.
+// Without one on from it returns req itself.
+func withCallStart(req, from *http.Request) *http.Request {
+	if from == nil {
+		return req
+	}
+	s, ok := from.Context().Value(callStartKey{}).(*callStart)
+	if !ok {
+		return req
+	}
+	return req.WithContext(context.WithValue(req.Context(), callStartKey{}, &callStart{t: s.t}))
+}

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/switchboard-http/switchboard/internal/fakert"
+	"github.com/switchboard-http/switchboard/internal/goroutines"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -121,9 +121,9 @@ func TestTimeoutUnderAValueLayerStartsNoGoroutine(t *testing.T) {
 		var before, after int
 		derive := middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
 			ctx := context.WithValue(r.Context(), key{}, "trace")
-			before = runtime.NumGoroutine()
+			before = goroutines.ContextWatchers()
 			_, cancel := context.WithCancelCause(ctx) // as *http.Transport does
-			after = runtime.NumGoroutine()
+			after = goroutines.ContextWatchers()
 			cancel(nil)
 			return &http.Response{StatusCode: 200, Body: http.NoBody, Request: r}, nil
 		})

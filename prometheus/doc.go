@@ -7,8 +7,8 @@
 //     limit, rate-limit tokens, retry budget balance, config generation,
 //     the last successful reload's time, Sources' staleness).
 //   - NewMetrics(opts) counts as calls happen: calls by outcome and their
-//     duration, attempts, retries, hedges, rejections by reason, reloads
-//     by result. It is a middleware.Observer and gives each client an
+//     duration, attempts, retries, hedges, coalesced calls, rejections
+//     by reason, reloads by result. It is a middleware.Observer and gives each client an
 //     Outer and an Attempt middleware (HooksFor); Instrument wires both
 //     into factory.Options before Open.
 //
@@ -29,6 +29,7 @@
 //	switchboard_attempts_total                                  counter    client, outcome
 //	switchboard_retries_total                                   counter    client
 //	switchboard_hedges_total                                    counter    client
+//	switchboard_coalesced_total                                 counter    client
 //	switchboard_rejections_total                                counter    client, reason
 //	switchboard_config_reloads_total                            counter    result
 //	switchboard_breaker_state                                   gauge      client, host, state

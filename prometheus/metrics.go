@@ -16,7 +16,8 @@ import (
 // switchboard_call_duration_seconds), attempts by outcome
 // (switchboard_attempts_total), retries and hedged copies
 // (switchboard_retries_total, switchboard_hedges_total: the retry.attempt
-// and hedge.sent events), calls refused locally by reason
+// and hedge.sent events), calls that joined a coalesced trip
+// (switchboard_coalesced_total: the coalesce.joined events), calls refused locally by reason
 // (switchboard_rejections_total) and reload attempts by result
 // (switchboard_config_reloads_total: the config.* events). It is a
 // prometheus.Collector, a middleware.Observer (OnEvent) and a source of
@@ -24,8 +25,8 @@ import (
 // factory.Options. Make it with NewMetrics; the zero value is not usable.
 // It is safe for concurrent use.
 type Metrics struct {
-	calls, attempts, retries, hedges, rejections, reloads *prometheus.CounterVec
-	duration                                              *prometheus.HistogramVec
+	calls, attempts, retries, hedges, coalesced, rejections, reloads *prometheus.CounterVec
+	duration                                                         *prometheus.HistogramVec
 }
 
 // outcomes are every middleware.Outcome, for their label values.
@@ -61,6 +62,8 @@ func NewMetrics(o Options) *Metrics {
 			"Retries a client scheduled (retry.attempt events).", "client"),
 		hedges: counter("switchboard_hedges_total",
 			"Extra hedged copies a client sent (hedge.sent events).", "client"),
+		coalesced: counter("switchboard_coalesced_total",
+			"Logical calls of a client that joined a coalesced trip under way instead of sending their own (coalesce.joined events).", "client"),
 		rejections: counter("switchboard_rejections_total",
 			"Logical calls refused in this process before the backend saw them, by reason: circuit_open, bulkhead_full, rate_limited.", "client", "reason"),
 		reloads: counter("switchboard_config_reloads_total",
@@ -88,7 +91,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.calls, m.duration, m.attempts, m.retries, m.hedges, m.rejections, m.reloads}
+	return []prometheus.Collector{m.calls, m.duration, m.attempts, m.retries, m.hedges, m.coalesced, m.rejections, m.reloads}
 }
 
 // Instrument wires m into o before factory.Open or factory.New: o.Observer
@@ -139,6 +142,7 @@ func (m *Metrics) HooksFor(name string) factory.Hooks {
 	}
 	m.retries.WithLabelValues(name)
 	m.hedges.WithLabelValues(name)
+	m.coalesced.WithLabelValues(name)
 	return factory.Hooks{
 		Outer: []middleware.Middleware{func(next http.RoundTripper) http.RoundTripper {
 			return middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
@@ -182,7 +186,8 @@ type clientSeries struct {
 }
 
 // OnEvent counts the events behind switchboard_retries_total,
-// switchboard_hedges_total and switchboard_config_reloads_total; it makes
+// switchboard_hedges_total, switchboard_coalesced_total and
+// switchboard_config_reloads_total; it makes
 // m a middleware.Observer.
 func (m *Metrics) OnEvent(_ context.Context, e middleware.Event) {
 	switch e.Name {
@@ -190,6 +195,8 @@ func (m *Metrics) OnEvent(_ context.Context, e middleware.Event) {
 		m.retries.WithLabelValues(e.Client).Inc()
 	case middleware.EventHedgeSent:
 		m.hedges.WithLabelValues(e.Client).Inc()
+	case middleware.EventCoalesceJoined:
+		m.coalesced.WithLabelValues(e.Client).Inc()
 	case middleware.EventConfigReloaded:
 		m.reloads.WithLabelValues("applied").Inc()
 	case middleware.EventConfigRejected:

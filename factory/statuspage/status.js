@@ -197,6 +197,9 @@
     fact(dl, 'retry budget', c.budget_balance !== null ? num(c.budget_balance, 1) + ' retries' : 'off');
     fact(dl, 'hedge delay', c.hedge_delay_seconds !== undefined ? duration(c.hedge_delay_seconds) : 'off');
     fact(dl, 'calls', c.calls + ' · ' + c.failures + ' failed · ' + c.rejections + ' rejected');
+    if (c.coalesce_joined > 0 || (c.config && c.config.coalesce && c.config.coalesce.enabled)) {
+      fact(dl, 'coalesced', c.coalesce_joined + ' joined a call in flight');
+    }
     if (c.groups) {
       fact(dl, 'shared', Object.keys(c.groups).sort().map(function (k) { return k + ' → ' + c.groups[k]; }).join(', '));
     }

@@ -1,0 +1,396 @@
+package middleware
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// CoalesceOptions are the code-only parts of the coalescing layer. The zero
+// value emits no events and counts nothing.
+type CoalesceOptions struct {
+	// Events receives coalesce.joined, once per caller that joined a trip
+	// already under way (Debug).
+	Events *Events
+	// Joined, when not nil, counts the callers that joined a trip already
+	// under way (one atomic add each): the factory's cumulative count for
+	// Status, which outlives the layer across reloads.
+	Joined *atomic.Uint64
+}
+
+// conditionalHeaders are part of every call's identity, whatever
+// CoalesceSettings.VaryHeaders says: they change what the answer is (a 206
+// for a Range, a 304 or 412 for a condition), not only how it is shown,
+// so that no caller gets an answer to a question it did not ask.
+var conditionalHeaders = []string{"Range", "If-Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since"}
+
+// Coalesce returns the middleware that lets concurrent identical calls
+// share one trip through the layers below it, on
+// golang.org/x/sync/singleflight's DoChan. It is meant to sit just inside
+// the layers that shape a caller's request (BaseURL, code's Outer
+// middleware) and outside the Router and the total Timeout, so that the
+// retries, the breaker, the bulkhead and the rate limit see one call per
+// trip.
+//
+// A call is coalesced when its method is one of s.Methods, it has no body
+// (Body nil or http.NoBody, and ContentLength 0), it asks for no protocol
+// upgrade (no Upgrade header) and, on a redirect hop, its chain back to
+// the first request is intact (Redirects). Its identity is a SHA-256 digest
+// of its method, URL (as resolved above: base_url), Host, the values of
+// s.VaryHeaders and of the Range and conditional headers, the URLs of the
+// earlier hops of its redirect chain (the layers below decide credentials
+// by them) and its Overrides; secret header values are in the digest
+// only, never kept in clear. Every other call passes through untouched.
+//
+// Calls with the same identity while a trip is under way join it: the
+// first caller's request, with its context's values but neither its
+// deadline nor its cancellation (context.WithoutCancel), goes down once,
+// on a goroutine of its own (DoChan runs the trip so, and the trip must
+// outlive a first caller that leaves): one goroutine per coalesced trip,
+// ending with it; calls that are not coalesced start none. The trip
+// reads up to s.MaxBody+1 bytes of the answer. An answer within MaxBody
+// is shared: each caller gets its own *http.Response, a copy with its own
+// Header and Trailer (Clone), a body of its own over the shared bytes,
+// and its own request as Request. An error, the same value, goes to every
+// caller; a panic below is re-raised in every caller's goroutine, as it
+// would have been without coalescing (DoChan would crash the process).
+//
+// An answer larger than MaxBody is not shared: the first caller (or, if it
+// left, the first caller to take the answer) gets it whole, the buffered bytes
+// and then the rest of the stream, and its cancellation now ends that
+// read; every other caller sends its own request below, uncoalesced. A
+// body that failed while it was buffered is shared as such: each caller
+// reads the bytes that came, then the error.
+//
+// A caller whose context ends stops waiting at once and gets its
+// context's error, whoever it is, the first caller too; the trip goes on
+// for the others. When the last caller leaves, the trip's context is
+// cancelled (the layers below end it) and a new call starts a new trip.
+// The total timeout below bounds every trip.
+//
+// With s.Enabled false it returns its next RoundTripper itself: no
+// goroutine, no change. The caller's request is never changed; the trip's
+// request is a Request.WithContext copy of the first caller's. It is safe
+// for concurrent use.
+func Coalesce(s CoalesceSettings, o CoalesceOptions) Middleware {
+	if !s.Enabled {
+		return identity
+	}
+	methods, vary := s.Methods, s.VaryHeaders
+	if methods == nil {
+		methods = DefaultCoalesceMethods()
+	}
+	if vary == nil {
+		vary = DefaultCoalesceVaryHeaders()
+	}
+	keys := make([]string, 0, len(vary)+len(conditionalHeaders))
+	for _, h := range append(slices.Clone(vary), conditionalHeaders...) {
+		if k := http.CanonicalHeaderKey(h); !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return func(next http.RoundTripper) http.RoundTripper {
+		return &coalescer{
+			next: next, methods: slices.Clone(methods), headers: keys,
+			maxBody: min(max(s.MaxBody, 0), math.MaxInt64-1), // maxBody+1 is read
+			ev:      o.Events, joined: o.Joined, trips: map[string]*trip{},
+		}
+	}
+}
+
+// coalescer is the layer Coalesce builds.
+//
+// singleflight serves the trip's goroutine and the fan-out of its result,
+// but it has no count of the callers still waiting, which "the trip ends
+// when every caller has gone" needs: trips keeps that count per key. mu
+// guards trips and every trip's waiters and stream, and is held around
+// each DoChan and Forget, so that trips[key] is t exactly while t's call
+// is singleflight's call for key: a trip leaves both at once (Forget), when
+// it ends or when its last caller leaves, and a later call starts afresh.
+// (singleflight's own cleanup deletes its entry only while it is still the
+// same call, so a Forget before it is safe.)
+type coalescer struct {
+	next    http.RoundTripper
+	methods []string
+	headers []string // canonical names of the identity headers
+	maxBody int64
+	ev      *Events
+	joined  *atomic.Uint64
+
+	g     singleflight.Group
+	mu    sync.Mutex
+	trips map[string]*trip
+}
+
+// trip is one shared trip through the layers below.
+type trip struct {
+	ctx    context.Context // the first caller's values; cancelled when the trip is over
+	cancel context.CancelFunc
+
+	// Guarded by coalescer.mu.
+	waiters int            // callers waiting for it
+	leading bool           // its first caller is among them
+	stream  *http.Response // an answer over maxBody that no caller took yet
+}
+
+// shared is what a trip hands every caller: the answer (its Body unused)
+// and the bytes read of its body, or a panic.
+type shared struct {
+	resp    *http.Response
+	body    []byte
+	err     error // the trip's error; resp is nil then
+	bodyErr error // reading the body failed after body
+	large   bool  // the body is over maxBody: resp.Body is the rest of the stream
+	panic   any   // the value a layer below panicked with; nil if none
+}
+
+func (c *coalescer) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	key, ok := c.identity(req)
+	if !ok || ctx.Err() != nil { // a caller already gone starts no trip
+		return c.next.RoundTrip(req)
+	}
+	c.mu.Lock()
+	t := c.trips[key]
+	joined := t != nil
+	if !joined {
+		tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		t = &trip{ctx: tctx, cancel: cancel, leading: true}
+		c.trips[key] = t
+	}
+	t.waiters++
+	// DoChan runs fn only when no call for key is under way, which is
+	// exactly when t is new (see coalescer).
+	ch := c.g.DoChan(key, func() (any, error) { return c.run(key, t, req.WithContext(t.ctx)), nil })
+	c.mu.Unlock()
+	if joined {
+		c.join(req)
+	}
+	select {
+	case res := <-ch:
+		return c.deliver(req, t, !joined, res.Val.(*shared))
+	case <-ctx.Done():
+		c.leave(key, t, !joined)
+		return nil, fmt.Errorf("switchboard: waiting for a coalesced call: %w", ctx.Err())
+	}
+}
+
+// identity returns the digest that names req's call, and false when req is
+// not to be coalesced (see Coalesce).
+func (c *coalescer) identity(req *http.Request) (string, bool) {
+	method := req.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	if !slices.Contains(c.methods, method) || req.URL == nil ||
+		(req.Body != nil && req.Body != http.NoBody) || req.ContentLength != 0 || req.Header.Get("Upgrade") != "" {
+		return "", false
+	}
+	// Every part goes in with its length, so no two different calls write
+	// the same bytes; the buffer, which may hold credentials, is cleared
+	// once hashed.
+	b := make([]byte, 0, 256)
+	field := func(s string) { b = append(binary.AppendUvarint(b, uint64(len(s))), s...) }
+	field(method)
+	field(req.URL.String())
+	field(req.Host)
+	for _, h := range c.headers {
+		vs := req.Header[h]
+		b = binary.AppendUvarint(b, uint64(len(vs)))
+		for _, v := range vs {
+			field(v)
+		}
+	}
+	if _, _, ok := walkRedirects(req, func(r *http.Request) {
+		field(r.Method)
+		field(r.URL.String())
+	}); !ok {
+		clear(b)
+		return "", false
+	}
+	if ov, ok := OverridesFrom(req.Context()); ok {
+		field(fmt.Sprint(deref(ov.MaxRetries), deref(ov.AttemptTimeout), deref(ov.Timeout)))
+	}
+	sum := sha256.Sum256(b)
+	clear(b)
+	return string(sum[:]), true
+}
+
+// deref returns *p as text, or "-" for nil.
+func deref[T any](p *T) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprint(*p)
+}
+
+// join counts and reports a caller that joined a trip under way.
+func (c *coalescer) join(req *http.Request) {
+	if c.joined != nil {
+		c.joined.Add(1)
+	}
+	if c.ev.on(req.Context(), slog.LevelDebug) {
+		c.ev.Emit(req.Context(), slog.LevelDebug, Event{
+			Name: EventCoalesceJoined, Method: req.Method, URL: RedactURL(req.URL), Host: hostOf(req),
+		})
+	}
+}
+
+// run is the trip, on DoChan's goroutine: req goes down once and the
+// answer's body is buffered up to maxBody+1 bytes. A panic below is
+// recovered into the result (DoChan would re-raise it where no caller can
+// recover it); a runtime.Goexit below is not supported (singleflight then
+// sends no result, and the callers wait until their contexts end).
+func (c *coalescer) run(key string, t *trip, req *http.Request) (sh *shared) {
+	sh = &shared{}
+	defer c.finish(key, t, sh)
+	defer func() {
+		if v := recover(); v != nil {
+			if sh.resp != nil {
+				sh.resp.Body.Close()
+			}
+			*sh = shared{panic: v}
+		}
+	}()
+	resp, err := c.next.RoundTrip(req)
+	if err != nil {
+		// The error travels in shared, not as DoChan's error, so that
+		// deliver reads one value.
+		sh.err = err
+		return sh
+	}
+	sh.resp = resp
+	body, rerr := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
+	if int64(len(body)) > c.maxBody {
+		sh.body, sh.large = body, true
+		return sh
+	}
+	resp.Body.Close()
+	sh.body, sh.bodyErr = body, rerr
+	return sh
+}
+
+// finish ends t's part in the trip table, and its context unless a caller
+// still needs the stream of a large answer.
+func (c *coalescer) finish(key string, t *trip, sh *shared) {
+	c.mu.Lock()
+	if c.trips[key] == t {
+		delete(c.trips, key)
+		c.g.Forget(key)
+	}
+	keep := sh.large && t.waiters > 0
+	if keep {
+		t.stream = sh.resp
+	}
+	c.mu.Unlock()
+	if sh.large && !keep {
+		sh.resp.Body.Close()
+	}
+	if !keep {
+		t.cancel()
+	}
+}
+
+// leave is a caller giving up its wait; the last one ends the trip: no
+// new caller joins it, its context is cancelled, and the stream of a large
+// answer that nobody took is closed.
+func (c *coalescer) leave(key string, t *trip, lead bool) {
+	c.mu.Lock()
+	t.waiters--
+	if lead {
+		t.leading = false
+	}
+	last := t.waiters == 0
+	var stream *http.Response
+	if last {
+		if c.trips[key] == t {
+			delete(c.trips, key)
+			c.g.Forget(key)
+		}
+		stream, t.stream = t.stream, nil
+	}
+	c.mu.Unlock()
+	if stream != nil {
+		stream.Body.Close()
+	}
+	if last {
+		t.cancel()
+	}
+}
+
+// deliver gives req's caller (the trip's first one when lead) its own
+// copy of the trip's result. The stream of a large answer goes to the
+// first caller, or, once it left, to the first caller that takes it.
+func (c *coalescer) deliver(req *http.Request, t *trip, lead bool, sh *shared) (*http.Response, error) {
+	c.mu.Lock()
+	t.waiters--
+	var stream *http.Response
+	if sh.large && (lead || !t.leading) {
+		stream, t.stream = t.stream, nil
+	}
+	if lead {
+		t.leading = false
+	}
+	c.mu.Unlock()
+	switch {
+	case sh.panic != nil:
+		panic(sh.panic)
+	case sh.err != nil:
+		return nil, sh.err
+	case sh.large && stream == nil:
+		// Another caller has the answer; this one asks on its own.
+		return c.next.RoundTrip(req)
+	}
+	r := new(http.Response)
+	*r = *sh.resp
+	r.Header = sh.resp.Header.Clone()
+	r.Trailer = sh.resp.Trailer.Clone()
+	r.TransferEncoding = slices.Clone(sh.resp.TransferEncoding)
+	r.Request = withCallStart(req, sh.resp.Request)
+	switch {
+	case stream != nil:
+		// The whole answer, and the trip's context, are this caller's
+		// now: its cancellation ends the read, closing the body ends the
+		// trip.
+		stop := context.AfterFunc(req.Context(), t.cancel)
+		r.Body = &streamBody{Reader: io.MultiReader(bytes.NewReader(sh.body), stream.Body), rc: stream.Body, end: func() { stop(); t.cancel() }}
+	case sh.bodyErr != nil:
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(sh.body), errReader{sh.bodyErr}))
+	case len(sh.body) == 0:
+		r.Body = http.NoBody
+	default:
+		r.Body = io.NopCloser(bytes.NewReader(sh.body))
+	}
+	return r, nil
+}
+
+// streamBody is the body of a large answer: the buffered bytes, then the
+// rest of the stream; Close closes the stream and ends the trip.
+type streamBody struct {
+	io.Reader
+	rc   io.Closer
+	once sync.Once
+	end  func()
+}
+
+func (b *streamBody) Close() error {
+	err := b.rc.Close()
+	b.once.Do(b.end)
+	return err
+}
+
+// errReader fails every read with err.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }

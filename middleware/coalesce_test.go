@@ -1,0 +1,586 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/switchboard-http/switchboard/internal/fakert"
+	"github.com/switchboard-http/switchboard/middleware"
+)
+
+// coalesceOn is the built-in coalesce settings, switched on.
+func coalesceOn() middleware.CoalesceSettings {
+	s := middleware.DefaultCoalesceSettings()
+	s.Enabled = true
+	return s
+}
+
+// coalesceRig is a Coalesce layer over next with its events and count.
+type coalesceRig struct {
+	rt     http.RoundTripper
+	rec    *recorder
+	joined *atomic.Uint64
+}
+
+func newCoalesce(s middleware.CoalesceSettings, next http.RoundTripper) coalesceRig {
+	ev, rec := newEvents()
+	n := new(atomic.Uint64)
+	return coalesceRig{rt: middleware.Coalesce(s, middleware.CoalesceOptions{Events: ev, Joined: n})(next), rec: rec, joined: n}
+}
+
+// outcome is what one caller got, and when.
+type outcome struct {
+	resp *http.Response
+	err  error
+	at   time.Duration // since the callers started
+}
+
+// callAll sends every request through rt, each on its own goroutine,
+// within a synctest bubble: the first one first (it leads the trip), the
+// others once it waits, all at the same instant of the bubble's clock; it
+// returns what each got once all returned.
+func callAll(rt http.RoundTripper, reqs ...*http.Request) []outcome {
+	out := make([]outcome, len(reqs))
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Go(func() {
+			resp, err := rt.RoundTrip(r)
+			out[i] = outcome{resp, err, time.Since(start)}
+		})
+		if i == 0 {
+			synctest.Wait()
+		}
+	}
+	wg.Wait()
+	return out
+}
+
+// gets returns n GET requests to the same URL with ctx.
+func gets(t *testing.T, ctx context.Context, n int) []*http.Request {
+	reqs := make([]*http.Request, n)
+	for i := range reqs {
+		reqs[i] = newReq(t, ctx, "GET", "")
+	}
+	return reqs
+}
+
+func TestCoalesceSharesOneTrip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		backend := fakert.New(fakert.Step{Delay: time.Second, Body: "hello", Header: http.Header{"X-Id": {"1"}}})
+		c := newCoalesce(coalesceOn(), backend)
+		reqs := gets(t, t.Context(), 10)
+		out := callAll(c.rt, reqs...)
+
+		if got := backend.Calls(); got != 1 {
+			t.Fatalf("backend requests = %d, want 1", got)
+		}
+		// Each caller owns its response: one caller spoiling its header
+		// and reading half its body changes nothing for the others.
+		out[0].resp.Header.Set("X-Id", "spoilt")
+		half := make([]byte, 2)
+		io.ReadFull(out[0].resp.Body, half)
+		out[0].resp.Body.Close()
+		for i, o := range out {
+			if o.err != nil {
+				t.Fatalf("caller %d: %v", i, o.err)
+			}
+			if o.resp.Request != reqs[i] {
+				t.Errorf("caller %d: Request is not its own request", i)
+			}
+			if i == 0 {
+				continue
+			}
+			if got := o.resp.Header.Get("X-Id"); got != "1" {
+				t.Errorf("caller %d: X-Id = %q, want 1", i, got)
+			}
+			if got := readAll(t, o.resp); got != "hello" {
+				t.Errorf("caller %d: body = %q, want hello", i, got)
+			}
+		}
+		if got := c.joined.Load(); got != 9 {
+			t.Errorf("joined = %d, want 9", got)
+		}
+		if got := len(c.rec.named(middleware.EventCoalesceJoined)); got != 9 {
+			t.Errorf("%s events = %d, want 9", middleware.EventCoalesceJoined, got)
+		}
+		if e := c.rec.named(middleware.EventCoalesceJoined)[0]; strings.Contains(e.URL, "s3cr3t") || e.Method != "GET" {
+			t.Errorf("event = %+v, want method GET and a redacted URL", e)
+		}
+		if got := backend.OpenBodies(); got != 0 {
+			t.Errorf("backend bodies left open = %d, want 0", got)
+		}
+
+		// The trip is over: the next call makes a new one.
+		resp, err := c.rt.RoundTrip(newReq(t, t.Context(), "GET", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := backend.Calls(); got != 2 {
+			t.Errorf("backend requests after the trip = %d, want 2", got)
+		}
+	})
+}
+
+func TestCoalesceIdentity(t *testing.T) {
+	withHeader := func(name, value string) func(*http.Request) {
+		return func(r *http.Request) { r.Header.Set(name, value) }
+	}
+	tests := []struct {
+		name   string
+		a, b   func(*http.Request)
+		shared bool
+	}{
+		{"same", nil, nil, true},
+		{"authorization differs", withHeader("Authorization", "Bearer a"), withHeader("Authorization", "Bearer b"), false},
+		{"accept differs", withHeader("Accept", "text/csv"), withHeader("Accept", "application/json"), false},
+		{"unlisted header differs", withHeader("X-Trace", "1"), withHeader("X-Trace", "2"), true},
+		{"range always counts", withHeader("Range", "bytes=0-9"), nil, false},
+		{"if-none-match always counts", withHeader("If-None-Match", `"v1"`), nil, false},
+		{"host differs", func(r *http.Request) { r.Host = "other.test" }, nil, false},
+		{"query differs", func(r *http.Request) { r.URL.RawQuery = "page=3" }, nil, false},
+		{"overrides differ", func(r *http.Request) {
+			zero := 0
+			*r = *r.WithContext(middleware.WithOverrides(r.Context(), middleware.Overrides{MaxRetries: &zero}))
+		}, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				backend := fakert.New(fakert.Step{Delay: time.Second})
+				c := newCoalesce(coalesceOn(), backend)
+				reqs := gets(t, t.Context(), 2)
+				for i, f := range []func(*http.Request){tt.a, tt.b} {
+					if f != nil {
+						f(reqs[i])
+					}
+				}
+				for _, o := range callAll(c.rt, reqs...) {
+					if o.err != nil {
+						t.Fatal(o.err)
+					}
+					o.resp.Body.Close()
+				}
+				want := 2
+				if tt.shared {
+					want = 1
+				}
+				if got := backend.Calls(); got != want {
+					t.Errorf("backend requests = %d, want %d", got, want)
+				}
+			})
+		})
+	}
+}
+
+func TestCoalesceIdentityHashesSecrets(t *testing.T) {
+	req := newReq(t, t.Context(), "GET", "")
+	req.Header.Set("Authorization", "Bearer tok-123")
+	key, ok := middleware.CoalesceIdentity(coalesceOn(), req)
+	if !ok {
+		t.Fatal("a GET is not coalesced")
+	}
+	if len(key) != 32 || strings.Contains(key, "tok-123") || strings.Contains(key, "s3cr3t") {
+		t.Errorf("identity %q: want a 32-byte SHA-256 digest holding no secret", key)
+	}
+}
+
+func TestCoalesceNeverWithBody(t *testing.T) {
+	posts := coalesceOn()
+	posts.Methods = []string{"GET", "POST"}
+	tests := []struct {
+		name string
+		s    middleware.CoalesceSettings
+		req  func(t *testing.T) *http.Request
+	}{
+		{"POST not listed", coalesceOn(), func(t *testing.T) *http.Request { return newReq(t, t.Context(), "POST", "") }},
+		{"POST listed, with a body", posts, func(t *testing.T) *http.Request { return newReq(t, t.Context(), "POST", "x") }},
+		{"GET with a body", coalesceOn(), func(t *testing.T) *http.Request { return newReq(t, t.Context(), "GET", "x") }},
+		{"GET with a content length", coalesceOn(), func(t *testing.T) *http.Request {
+			r := newReq(t, t.Context(), "GET", "")
+			r.ContentLength = -1
+			return r
+		}},
+		{"GET asking for an upgrade", coalesceOn(), func(t *testing.T) *http.Request {
+			r := newReq(t, t.Context(), "GET", "")
+			r.Header.Set("Upgrade", "websocket")
+			return r
+		}},
+		{"no methods", middleware.CoalesceSettings{Enabled: true, Methods: []string{}}, func(t *testing.T) *http.Request {
+			return newReq(t, t.Context(), "GET", "")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				backend := fakert.New(fakert.Step{Delay: time.Second})
+				c := newCoalesce(tt.s, backend)
+				for _, o := range callAll(c.rt, tt.req(t), tt.req(t), tt.req(t)) {
+					if o.err != nil {
+						t.Fatal(o.err)
+					}
+					o.resp.Body.Close()
+				}
+				if got := backend.Calls(); got != 3 {
+					t.Errorf("backend requests = %d, want 3", got)
+				}
+				if got := c.joined.Load(); got != 0 {
+					t.Errorf("joined = %d, want 0", got)
+				}
+			})
+		})
+	}
+}
+
+func TestCoalesceLeaderCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// The backend fails the trip if its context ends before the answer.
+		backend := fakert.New(fakert.Step{Delay: time.Second, Body: "ok"})
+		c := newCoalesce(coalesceOn(), backend)
+		lctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(500*time.Millisecond, cancel)
+		out := callAll(c.rt, newReq(t, lctx, "GET", ""), newReq(t, t.Context(), "GET", ""))
+
+		if !errors.Is(out[0].err, context.Canceled) || out[0].at != 500*time.Millisecond {
+			t.Errorf("leader: err %v at %v, want context.Canceled at 500ms", out[0].err, out[0].at)
+		}
+		if out[1].err != nil || out[1].at != time.Second {
+			t.Fatalf("waiter: err %v at %v, want the answer at 1s", out[1].err, out[1].at)
+		}
+		if got := readAll(t, out[1].resp); got != "ok" {
+			t.Errorf("waiter's body = %q, want ok", got)
+		}
+		if got := backend.Calls(); got != 1 {
+			t.Errorf("backend requests = %d, want 1", got)
+		}
+	})
+}
+
+// ctxMark is a context key of the tests.
+type ctxMark struct{}
+
+func TestCoalesceTripKeepsLeaderValuesNotDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var trip context.Context
+		backend := fakert.New(fakert.Step{Delay: 2 * time.Second, OnRequest: func(r *http.Request) { trip = r.Context() }})
+		c := newCoalesce(coalesceOn(), backend)
+		lctx, cancel := context.WithTimeout(context.WithValue(t.Context(), ctxMark{}, "leader"), time.Second)
+		defer cancel()
+		out := callAll(c.rt, newReq(t, lctx, "GET", ""), newReq(t, t.Context(), "GET", ""))
+		if got := backend.Calls(); got != 1 {
+			t.Errorf("backend requests = %d, want 1", got)
+		}
+		if trip.Value(ctxMark{}) != "leader" {
+			t.Errorf("trip's context value = %v, want the leader's", trip.Value(ctxMark{}))
+		}
+		if _, ok := trip.Deadline(); ok {
+			t.Error("trip's context has the leader's deadline")
+		}
+		if !errors.Is(out[0].err, context.DeadlineExceeded) || out[0].at != time.Second {
+			t.Errorf("leader: err %v at %v, want its deadline at 1s", out[0].err, out[0].at)
+		}
+		if out[1].err != nil || out[1].at != 2*time.Second {
+			t.Fatalf("waiter: err %v at %v, want the answer at 2s", out[1].err, out[1].at)
+		}
+		out[1].resp.Body.Close()
+	})
+}
+
+func TestCoalesceWaiterCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		backend := fakert.New(fakert.Step{Delay: time.Second, Body: "ok"})
+		c := newCoalesce(coalesceOn(), backend)
+		wctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(500*time.Millisecond, cancel)
+		out := callAll(c.rt, newReq(t, t.Context(), "GET", ""), newReq(t, wctx, "GET", ""), newReq(t, t.Context(), "GET", ""))
+		if !errors.Is(out[1].err, context.Canceled) || out[1].at != 500*time.Millisecond {
+			t.Errorf("cancelled waiter: err %v at %v, want context.Canceled at 500ms", out[1].err, out[1].at)
+		}
+		for _, i := range []int{0, 2} {
+			if out[i].err != nil || out[i].at != time.Second {
+				t.Fatalf("caller %d: err %v at %v, want the answer at 1s", i, out[i].err, out[i].at)
+			}
+			if got := readAll(t, out[i].resp); got != "ok" {
+				t.Errorf("caller %d: body = %q", i, got)
+			}
+		}
+		if got := backend.Calls(); got != 1 {
+			t.Errorf("backend requests = %d, want 1", got)
+		}
+	})
+}
+
+func TestCoalesceAllCallersGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var trip context.Context
+		backend := fakert.New(fakert.Step{Delay: time.Hour, OnRequest: func(r *http.Request) { trip = r.Context() }})
+		c := newCoalesce(coalesceOn(), backend)
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(500*time.Millisecond, cancel)
+		out := callAll(c.rt, newReq(t, ctx, "GET", ""), newReq(t, ctx, "GET", ""))
+		for i, o := range out {
+			if !errors.Is(o.err, context.Canceled) || o.at != 500*time.Millisecond {
+				t.Errorf("caller %d: err %v at %v, want context.Canceled at 500ms", i, o.err, o.at)
+			}
+		}
+		// The trip's context is cancelled with the last caller's leave, and
+		// its goroutine ends (synctest.Test fails on one left blocked).
+		synctest.Wait()
+		if trip.Err() == nil {
+			t.Error("trip's context not cancelled after every caller left")
+		}
+		// A new call starts a new trip rather than joining the dead one.
+		backend2Done := make(chan struct{})
+		go func() {
+			defer close(backend2Done)
+			c.rt.RoundTrip(newReq(t, t.Context(), "GET", ""))
+		}()
+		synctest.Wait()
+		if got := backend.Calls(); got != 2 {
+			t.Errorf("backend requests = %d, want 2 (a new trip)", got)
+		}
+		if got := c.joined.Load(); got != 1 {
+			t.Errorf("joined = %d, want 1", got)
+		}
+		time.Sleep(time.Hour)
+		<-backend2Done
+	})
+}
+
+func TestCoalesceLargeAnswerNotShared(t *testing.T) {
+	const body = "0123456789"
+	small := coalesceOn()
+	small.MaxBody = 4
+	t.Run("waiters send their own", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			backend := fakert.New(fakert.Step{Delay: time.Second, Body: body})
+			c := newCoalesce(small, backend)
+			out := callAll(c.rt, gets(t, t.Context(), 3)...)
+			for i, o := range out {
+				if o.err != nil {
+					t.Fatalf("caller %d: %v", i, o.err)
+				}
+				if got := readAll(t, o.resp); got != body {
+					t.Errorf("caller %d: body = %q, want %q", i, got, body)
+				}
+			}
+			if got := backend.Calls(); got != 3 {
+				t.Errorf("backend requests = %d, want 3 (one trip, then two of their own)", got)
+			}
+			if out[0].at != time.Second || out[1].at != 2*time.Second {
+				t.Errorf("answers at %v and %v, want the trip's at 1s and the others' at 2s", out[0].at, out[1].at)
+			}
+			if got := backend.OpenBodies(); got != 0 {
+				t.Errorf("backend bodies left open = %d", got)
+			}
+		})
+	})
+	t.Run("leader gone: a waiter takes the stream", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			backend := fakert.New(fakert.Step{Delay: time.Second, Body: body})
+			c := newCoalesce(small, backend)
+			lctx, cancel := context.WithCancel(t.Context())
+			time.AfterFunc(500*time.Millisecond, cancel)
+			out := callAll(c.rt, newReq(t, lctx, "GET", ""), newReq(t, t.Context(), "GET", ""))
+			if out[0].err == nil {
+				t.Fatal("cancelled leader got an answer")
+			}
+			if got := readAll(t, out[1].resp); got != body {
+				t.Errorf("waiter's body = %q, want %q", got, body)
+			}
+			if got := backend.Calls(); got != 1 {
+				t.Errorf("backend requests = %d, want 1", got)
+			}
+		})
+	})
+	t.Run("everyone gone: the stream is closed", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			backend := fakert.New(fakert.Step{Body: body})
+			block := make(chan struct{})
+			// The answer arrives while the only caller is leaving: whoever
+			// wins, the backend's body ends closed.
+			c := newCoalesce(small, middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
+				<-block
+				return backend.RoundTrip(r)
+			}))
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				c.rt.RoundTrip(newReq(t, ctx, "GET", ""))
+			}()
+			synctest.Wait()
+			cancel()
+			<-done
+			close(block)
+			synctest.Wait()
+			if got := backend.OpenBodies(); got != 0 {
+				t.Errorf("backend bodies left open = %d, want 0", got)
+			}
+		})
+	})
+}
+
+func TestCoalesceErrorsShared(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		boom := errors.New("boom")
+		backend := fakert.New(fakert.Step{Delay: time.Second, Err: boom})
+		c := newCoalesce(coalesceOn(), backend)
+		for i, o := range callAll(c.rt, gets(t, t.Context(), 3)...) {
+			if !errors.Is(o.err, boom) || o.resp != nil {
+				t.Errorf("caller %d: %v, %v; want boom", i, o.resp, o.err)
+			}
+		}
+		if got := backend.Calls(); got != 1 {
+			t.Errorf("backend requests = %d, want 1", got)
+		}
+	})
+}
+
+func TestCoalesceBodyErrorShared(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		c := newCoalesce(coalesceOn(), middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			calls.Add(1)
+			time.Sleep(time.Second)
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Request: r,
+				Body: io.NopCloser(io.MultiReader(strings.NewReader("par"), fakeErrReader{io.ErrUnexpectedEOF}))}, nil
+		}))
+		for i, o := range callAll(c.rt, gets(t, t.Context(), 2)...) {
+			b, err := io.ReadAll(o.resp.Body)
+			o.resp.Body.Close()
+			if string(b) != "par" || !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Errorf("caller %d: read %q, %v; want par, then unexpected EOF", i, b, err)
+			}
+		}
+		if got := calls.Load(); got != 1 {
+			t.Errorf("backend requests = %d, want 1", got)
+		}
+	})
+}
+
+type fakeErrReader struct{ err error }
+
+func (e fakeErrReader) Read([]byte) (int, error) { return 0, e.err }
+
+func TestCoalescePanicReachesEveryCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		c := newCoalesce(coalesceOn(), middleware.RoundTripperFunc(func(*http.Request) (*http.Response, error) {
+			calls.Add(1)
+			time.Sleep(time.Second)
+			panic("below")
+		}))
+		var got [2]any
+		var wg sync.WaitGroup
+		for i := range got {
+			wg.Go(func() {
+				defer func() { got[i] = recover() }()
+				c.rt.RoundTrip(newReq(t, t.Context(), "GET", ""))
+			})
+		}
+		wg.Wait()
+		if got != [2]any{"below", "below"} {
+			t.Errorf("callers recovered %v, want the panic in both", got)
+		}
+		if n := calls.Load(); n != 1 {
+			t.Errorf("backend requests = %d, want 1", n)
+		}
+	})
+}
+
+func TestCoalesceDisabled(t *testing.T) {
+	backend := fakert.New()
+	if rt := middleware.Coalesce(middleware.DefaultCoalesceSettings(), middleware.CoalesceOptions{})(backend); rt != backend {
+		t.Errorf("disabled Coalesce wraps its next RoundTripper (%T)", rt)
+	}
+}
+
+// TestCoalesceRedirectKeepsOneDeadline: the total timeout below bounds
+// every hop of a coalesced call together, as it does without coalescing:
+// each caller's next hop finds the call's start.
+func TestCoalesceRedirectKeepsOneDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		backend := fakert.New(
+			fakert.Step{Delay: 3 * time.Second, Status: http.StatusFound, Header: http.Header{"Location": {"/next"}}},
+			fakert.Step{Delay: 3 * time.Second, Body: "late"},
+		)
+		c := newCoalesce(coalesceOn(), middleware.Timeout(5*time.Second, middleware.TimeoutOptions{})(backend))
+		client := &http.Client{Transport: c.rt}
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				start := time.Now()
+				resp, err := client.Get("http://svc.test/first")
+				if err == nil {
+					resp.Body.Close()
+				}
+				var te *middleware.TimeoutError
+				if !errors.As(err, &te) || time.Since(start) != 5*time.Second {
+					t.Errorf("got %v after %v, want the timeout after 5s", err, time.Since(start))
+				}
+			})
+		}
+		wg.Wait()
+		if got := backend.Calls(); got != 2 {
+			t.Errorf("backend requests = %d, want 2 (one per hop)", got)
+		}
+	})
+}
+
+// TestCoalesceRedirectChainIsIdentity: hops to the same URL from
+// different chains do not share a trip (the layers below decide
+// credentials by the chain).
+func TestCoalesceRedirectChainIsIdentity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		c := newCoalesce(coalesceOn(), middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			calls.Add(1)
+			time.Sleep(time.Second)
+			resp := &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}
+			if r.URL.Path != "/x" {
+				resp.StatusCode = http.StatusFound
+				resp.Header.Set("Location", "/x")
+			}
+			return resp, nil
+		}))
+		client := &http.Client{Transport: c.rt}
+		var wg sync.WaitGroup
+		for _, u := range []string{"http://svc.test/a", "http://svc.test/b", "http://svc.test/a"} {
+			wg.Go(func() {
+				resp, err := client.Get(u)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+			})
+		}
+		wg.Wait()
+		if got := calls.Load(); got != 4 {
+			t.Errorf("backend requests = %d, want 4 (/a and /b, then /x from each)", got)
+		}
+	})
+}
+
+// BenchmarkCoalesce measures the layer over prebuilt(): a call it does not
+// take (a DELETE: the method check only) and a GET, which hashes its
+// identity and makes a trip on a goroutine of its own (serial: every call
+// leads a trip; parallel: calls in flight together share one).
+func BenchmarkCoalesce(b *testing.B) {
+	rt := middleware.Coalesce(coalesceOn(), middleware.CoalesceOptions{})(prebuilt())
+	b.Run("passed", func(b *testing.B) {
+		req, _ := http.NewRequest(http.MethodDelete, "http://svc.test/v1/items", nil)
+		serialRT(b, rt, req)
+	})
+	b.Run("coalesced", func(b *testing.B) { benchRT(b, rt) })
+}
