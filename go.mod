@@ -3,6 +3,7 @@ module github.com/switchboard-http/switchboard
 go 1.26.0
 
 require (
+	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/go-viper/mapstructure/v2 v2.5.0
 	github.com/knadh/koanf/maps v0.1.2
@@ -17,12 +18,14 @@ require (
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.3
 	go.yaml.in/yaml/v4 v4.0.0
+	golang.org/x/sync v0.24.0
 	golang.org/x/time v0.15.0
 )
 
 require (
+	github.com/bits-and-blooms/bitset v1.24.4 // indirect
+	github.com/influxdata/tdigest v0.0.1 // indirect
 	github.com/mitchellh/copystructure v1.2.0 // indirect
 	github.com/mitchellh/reflectwalk v1.0.2 // indirect
-	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.32.0 // indirect
 )

@@ -53,6 +53,7 @@ clients:
     fault: {enabled: true, abort: {percent: 1, status: 503}, header: X-Game-Day}
   reports:
     transport: {proxy_url: "http://proxyuser:proxy-SECRET-4@proxy.internal:3128"}
+    bulkhead: {mode: adaptive, min_limit: 1, max_limit: 50, initial_limit: 12}
     coalesce: {enabled: true}
 `
 
@@ -228,6 +229,9 @@ func TestStatusPageInChromium(t *testing.T) {
 	}
 	if got, err := text(`[data-client="search"] .fault`); err != nil || !strings.Contains(got, "fault") {
 		t.Errorf("search's fault badge: got %q (%v)", got, err)
+	}
+	if got, err := text(`[data-client="reports"] .facts`); err != nil || !strings.Contains(got, "0 / 12 in use (adaptive limit)") {
+		t.Errorf("reports' adaptive bulkhead: got %q (%v), want 0 / 12 in use (adaptive limit)", got, err)
 	}
 	if got, err := text(`[data-client="billing"] .breaker`); err != nil || !strings.Contains(got, "closed") {
 		t.Fatalf("billing's breaker badge before: got %q (%v), want closed", got, err)

@@ -126,6 +126,7 @@ func Default() ClientConfig {
 		TLS:            TLSConfig{MinVersion: DefaultTLSMinVersion},
 		Retry:          middleware.DefaultRetrySettings(),
 		CircuitBreaker: middleware.DefaultBreakerSettings(),
+		Bulkhead:       middleware.DefaultBulkheadSettings(),
 		RateLimit:      middleware.DefaultRateLimitSettings(),
 		Logging:        middleware.DefaultLoggingSettings(),
 		Hedge:          middleware.DefaultHedgeSettings(),

@@ -208,6 +208,28 @@ clients:
 		"defaults.retry.attempt_timeout: must be less than timeout (1s), got 3s (line 4)")
 }
 
+// TestBulkheadLimitErrorsNameOrigin guards that the adaptive bulkhead's
+// cross-field errors name the key path, the value and where it was set:
+// the file's line, or the env variable that set the other key.
+func TestBulkheadLimitErrorsNameOrigin(t *testing.T) {
+	file := writeConfig(t, `clients:
+  billing:
+    bulkhead:
+      mode: adaptive
+      min_limit: 10
+      initial_limit: 5
+  search:
+    bulkhead: {mode: adaptive, min_limit: 300}
+`)
+	mustFail(t, config.Loader{File: file},
+		"clients.billing.bulkhead.initial_limit: must be >= min_limit (10), got 5 (line 6)",
+		"clients.search.bulkhead.min_limit: must be <= max_limit (200), got 300 (line 8)",
+	)
+	ok := writeConfig(t, "clients:\n  billing:\n    bulkhead: {mode: adaptive}\n")
+	mustFail(t, config.Loader{File: ok, EnvPrefix: "SB_", Environ: environ("SB_CLIENTS__BILLING__BULKHEAD__MAX_LIMIT=8")},
+		"clients.billing.bulkhead.initial_limit: must be <= max_limit (8), got 20 (set by env SB_CLIENTS__BILLING__BULKHEAD__MAX_LIMIT)")
+}
+
 func TestBasicUsernameWithColonRejected(t *testing.T) {
 	c := config.Default()
 	c.Auth.Host, c.Auth.Basic.Username, c.Auth.Basic.Password = "h", "a:b", "p"

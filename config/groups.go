@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/switchboard-http/switchboard/middleware"
 )
 
 // GroupBlock describes one block of ClientConfig whose component clients
@@ -25,6 +27,20 @@ type GroupBlock struct {
 
 	on    func(ClientConfig) bool
 	group func(ClientConfig) string
+	// switchOf, when set, names the key that switches the component on
+	// in a config, where more than one can; nil: Switch.
+	switchOf func(ClientConfig) string
+}
+
+// SwitchKey returns the key that switches the block's component on (or
+// would) in c: Switch, unless another key of the block does it there
+// (bulkhead.mode adaptive switches a bulkhead on whatever
+// max_concurrent says).
+func (b GroupBlock) SwitchKey(c ClientConfig) string {
+	if b.switchOf != nil {
+		return b.switchOf(c)
+	}
+	return b.Switch
 }
 
 // On reports whether c switches the block's component on; a client with
@@ -63,8 +79,16 @@ var groupBlocks = []GroupBlock{
 		on:    func(c ClientConfig) bool { return c.CircuitBreaker.Enabled },
 		group: func(c ClientConfig) string { return c.CircuitBreaker.Group }},
 	{Key: "bulkhead", Switch: "bulkhead.max_concurrent",
-		on:    func(c ClientConfig) bool { return c.Bulkhead.MaxConcurrent > 0 },
-		group: func(c ClientConfig) string { return c.Bulkhead.Group }},
+		on: func(c ClientConfig) bool {
+			return c.Bulkhead.MaxConcurrent > 0 || c.Bulkhead.Mode == middleware.BulkheadAdaptive
+		},
+		group: func(c ClientConfig) string { return c.Bulkhead.Group },
+		switchOf: func(c ClientConfig) string {
+			if c.Bulkhead.Mode == middleware.BulkheadAdaptive {
+				return "bulkhead.mode"
+			}
+			return "bulkhead.max_concurrent"
+		}},
 	{Key: "rate_limit", Switch: "rate_limit.requests_per_second",
 		on:    func(c ClientConfig) bool { return c.RateLimit.RequestsPerSecond > 0 },
 		group: func(c ClientConfig) string { return c.RateLimit.Group }},

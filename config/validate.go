@@ -27,8 +27,9 @@ import (
 // (attempt_timeout >= timeout, initial_backoff > max_backoff, the same in
 // retry.rate_limited once its zero keys take the main ones, burst < 1
 // with a rate, a credential without auth.host, a value and its _file both
-// set, cert_file without key_file) and that every referenced file can be
-// read. The breaker's numbers are checked whether or not the breaker is
+// set, cert_file without key_file, bulkhead limits that do not nest as
+// min_limit <= initial_limit <= max_limit, in either mode) and that every
+// referenced file can be read. The breaker's numbers are checked whether or not the breaker is
 // enabled: they are defaults a client may switch on later.
 //
 // In a Config built in code a zero breaker number (failure_threshold,
@@ -95,6 +96,7 @@ func validateClient(prefix string, c ClientConfig, strict bool) []*FieldError {
 	if h := c.RateLimit.PerHeader; h != "" && !isToken(h) {
 		v.fail("rate_limit.per_header", "must be an HTTP header name, got %s", quoteShort(h))
 	}
+	validateBulkhead(v, c.Bulkhead)
 	validateAuth(v, c.Auth)
 	validateSecrets(v, c)
 	validateFault(v, c.Fault)
@@ -213,6 +215,33 @@ func validateRetry(v *validator, r middleware.RetrySettings, timeout time.Durati
 	}
 	if r.AttemptHeader != "" && !isToken(r.AttemptHeader) {
 		v.fail("retry.attempt_header", "must be an HTTP header name, got %s", quoteShort(r.AttemptHeader))
+	}
+}
+
+// validateBulkhead checks that the adaptive limits nest: min_limit <=
+// initial_limit <= max_limit. In either mode: they are defaults a client
+// may switch to adaptive later. A zero one (in a Config built in code)
+// stands for its default; a negative one is the range check's.
+func validateBulkhead(v *validator, b middleware.BulkheadSettings) {
+	orDefault := func(n, def int) int {
+		if n == 0 {
+			return def
+		}
+		return n
+	}
+	lo := orDefault(b.MinLimit, middleware.DefaultBulkheadMinLimit)
+	hi := orDefault(b.MaxLimit, middleware.DefaultBulkheadMaxLimit)
+	initial := orDefault(b.InitialLimit, middleware.DefaultBulkheadInitialLimit)
+	if lo < 1 || hi < 1 || initial < 1 {
+		return
+	}
+	switch {
+	case lo > hi:
+		v.failAbout("bulkhead.min_limit", []string{"bulkhead.max_limit"}, "must be <= max_limit (%d), got %d", hi, lo)
+	case initial < lo:
+		v.failAbout("bulkhead.initial_limit", []string{"bulkhead.min_limit"}, "must be >= min_limit (%d), got %d", lo, initial)
+	case initial > hi:
+		v.failAbout("bulkhead.initial_limit", []string{"bulkhead.max_limit"}, "must be <= max_limit (%d), got %d", hi, initial)
 	}
 }
 

@@ -105,6 +105,20 @@ func TestValidateRules(t *testing.T) {
 		{"success_threshold", func(c *config.ClientConfig) { c.CircuitBreaker.SuccessThreshold = -2 }, "defaults.circuit_breaker.success_threshold: must be >= 1, got -2"},
 		{"breaker scope", func(c *config.ClientConfig) { c.CircuitBreaker.Scope = "global" }, `defaults.circuit_breaker.scope: must be one of client, host, got "global"`},
 		{"bulkhead max_wait", func(c *config.ClientConfig) { c.Bulkhead.MaxWait = -1 }, "defaults.bulkhead.max_wait: must be >= 0"},
+		{"bulkhead mode", func(c *config.ClientConfig) { c.Bulkhead.Mode = "learned" }, `defaults.bulkhead.mode: must be one of static, adaptive, got "learned"`},
+		{"bulkhead min_limit", func(c *config.ClientConfig) { c.Bulkhead.MinLimit = -1 }, "defaults.bulkhead.min_limit: must be >= 1, got -1"},
+		{"bulkhead min above max", func(c *config.ClientConfig) { c.Bulkhead.MinLimit, c.Bulkhead.MaxLimit = 50, 10 }, "defaults.bulkhead.min_limit: must be <= max_limit (10), got 50"},
+		{"bulkhead initial below min", func(c *config.ClientConfig) { c.Bulkhead.MinLimit = 30 }, "defaults.bulkhead.initial_limit: must be >= min_limit (30), got 20"},
+		{"bulkhead initial above max", func(c *config.ClientConfig) { c.Bulkhead.MaxLimit = 10 }, "defaults.bulkhead.initial_limit: must be <= max_limit (10), got 20"},
+		{"bulkhead limits checked in mode static too", func(c *config.ClientConfig) {
+			c.Bulkhead.Mode, c.Bulkhead.InitialLimit = middleware.BulkheadStatic, 300
+		}, "defaults.bulkhead.initial_limit: must be <= max_limit (200), got 300"},
+		{"bulkhead zero limits in code are the defaults", func(c *config.ClientConfig) {
+			c.Bulkhead = middleware.BulkheadSettings{Mode: middleware.BulkheadAdaptive}
+		}, ""},
+		{"bulkhead min = initial = max", func(c *config.ClientConfig) {
+			c.Bulkhead.MinLimit, c.Bulkhead.InitialLimit, c.Bulkhead.MaxLimit = 4, 4, 4
+		}, ""},
 		{"rate limit rps", func(c *config.ClientConfig) { c.RateLimit.RequestsPerSecond = -1 }, "defaults.rate_limit.requests_per_second: must be >= 0, got -1"},
 		{"burst 0 without rate", func(c *config.ClientConfig) { c.RateLimit.Burst = 0 }, ""},
 		{"logging level", func(c *config.ClientConfig) { c.Logging.Level = "trace" }, `defaults.logging.level: must be one of debug, info, off, got "trace"`},

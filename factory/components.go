@@ -61,8 +61,19 @@ var components = []component{
 			retune: func(x *middleware.Breaker, in clientInput) { x.Update(in.cfg.CircuitBreaker) },
 		},
 	}},
+	// The adaptive bulkhead (bulkhead.mode adaptive) is a mode of this
+	// row, as scope fleet is of the rate limit's: same keys, group, place
+	// and retune (Bulkhead.Update keeps the learned limit); a switch of
+	// mode replaces it, since a static pool's slots and a learned limit
+	// say nothing about each other.
 	{name: ComponentBulkhead, keys: []string{"bulkhead"}, state: &stateful{
 		group: groupBlock("bulkhead"),
+		replace: func(o, n clientInput, _ []string) string {
+			if o.cfg.Bulkhead.Mode.Adaptive() != n.cfg.Bulkhead.Mode.Adaptive() {
+				return "bulkhead.mode changed"
+			}
+			return ""
+		},
 		part: part[*middleware.Bulkhead]{
 			field: func(p *pipeline) **middleware.Bulkhead { return &p.bulkhead },
 			build: func(b buildCtx) (*middleware.Bulkhead, error) {

@@ -98,6 +98,10 @@ func TestNoGoroutinePerRequestUnderAValueWrappingBase(t *testing.T) {
 			c.RateLimit = middleware.RateLimitSettings{RequestsPerSecond: 1e9, Burst: 1 << 20}
 			c.Logging.Level = middleware.LogInfo
 		}},
+		{name: "adaptive bulkhead", setup: func(c *config.ClientConfig) {
+			withTimeouts(c)
+			c.Bulkhead = middleware.BulkheadSettings{Mode: middleware.BulkheadAdaptive, MinLimit: 1, MaxLimit: 200, InitialLimit: 20, MaxWait: time.Second}
+		}},
 		{name: "attempt hook that wraps the context", setup: withTimeouts, hooks: factory.Hooks{
 			Attempt: []middleware.Middleware{func(next http.RoundTripper) http.RoundTripper {
 				return middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {

@@ -65,7 +65,8 @@ import (
 //	      "hosts_reject_probability": {"a.internal": 0.3} // scope host and mode adaptive only
 //	    },
 //	    "bulkhead_in_use": 1,          // bulkhead slots taken now; 0 when off
-//	    "bulkhead_limit": 4,           // bulkhead.max_concurrent; 0 when off
+//	    "bulkhead_limit": 4,           // bulkhead.max_concurrent, or the learned limit in mode adaptive; 0 when off
+//	    "bulkhead_mode": "static",     // static | adaptive; absent when off
 //	    "limiter_tokens": 1.5,         // rate-limit tokens available now; absent when off or scope fleet
 //	    "quota_mode": "store",         // scope fleet: store, or fallback while the store fails
 //	    "routes": ["GET /v1/reports/{id}"], // the patterns of the client's routes, sorted; absent when none
@@ -213,6 +214,7 @@ type clientDoc struct {
 	Breaker        *breakerDoc       `json:"breaker,omitempty"`
 	BulkheadInUse  int               `json:"bulkhead_in_use"`
 	BulkheadLimit  int               `json:"bulkhead_limit"`
+	BulkheadMode   string            `json:"bulkhead_mode,omitempty"`
 	LimiterTokens  *float64          `json:"limiter_tokens,omitempty"`
 	QuotaMode      string            `json:"quota_mode,omitempty"`
 	Routes         []string          `json:"routes,omitempty"`
@@ -253,7 +255,7 @@ func clientDocOf(c ClientStatus) clientDoc {
 	d := clientDoc{
 		Name: c.Name, Defined: c.Defined, ConfigHash: c.ConfigHash, Generation: c.Generation,
 		BudgetBalance: finite(c.BudgetBalance), Breaker: breakerDocOf(c),
-		BulkheadInUse: c.BulkheadInUse, BulkheadLimit: c.BulkheadLimit,
+		BulkheadInUse: c.BulkheadInUse, BulkheadLimit: c.BulkheadLimit, BulkheadMode: c.BulkheadMode,
 		LimiterTokens: c.LimiterTokens, QuotaMode: c.QuotaMode, Routes: c.Routes, Groups: c.Groups,
 		Calls: c.Calls, Failures: c.Failures, Rejections: c.Rejections, CoalesceJoined: c.CoalesceJoined,
 	}

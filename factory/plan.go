@@ -447,7 +447,7 @@ func (c component) switched(cfg config.ClientConfig) (on, switchable bool, key s
 	case c.state == nil:
 		return false, false, ""
 	case c.state.group != nil:
-		return c.state.group.On(cfg), true, c.state.group.Switch
+		return c.state.group.On(cfg), true, c.state.group.SwitchKey(cfg)
 	case c.state.on != nil:
 		return c.state.on(cfg), true, c.state.switchKey
 	}

@@ -71,9 +71,11 @@ type ClientStatus struct {
 	// (client-side throttling); nil in the other modes.
 	BreakerRejectProbability map[string]float64 `json:"breaker_reject_probability,omitempty"`
 	// BulkheadInUse and BulkheadLimit are the bulkhead's slots in use and
-	// its size; both 0 when it is off.
-	BulkheadInUse int `json:"bulkhead_in_use"`
-	BulkheadLimit int `json:"bulkhead_limit"`
+	// its size, the learned limit in mode adaptive; both 0 when it is off.
+	// BulkheadMode is "static" or "adaptive" while it is on, "" when off.
+	BulkheadInUse int    `json:"bulkhead_in_use"`
+	BulkheadLimit int    `json:"bulkhead_limit"`
+	BulkheadMode  string `json:"bulkhead_mode,omitempty"`
 	// LimiterTokens is how many rate-limit tokens are available now; nil
 	// when the rate limit is off (never +Inf, which JSON cannot encode).
 	LimiterTokens *float64 `json:"limiter_tokens,omitempty"`
@@ -179,6 +181,7 @@ func (r *Registry) Status() Status {
 		cs.NonDefault = p.nonDefault(g.cfg.Provenance)
 		if p.bulkhead != nil {
 			cs.BulkheadInUse, cs.BulkheadLimit = p.bulkhead.InUse(), p.bulkhead.Limit()
+			cs.BulkheadMode = string(p.bulkhead.Mode())
 		}
 		if len(p.in.cfg.Routes) > 0 {
 			cs.Routes = slices.Sorted(maps.Keys(p.in.cfg.Routes))

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
 )
 
 // ErrBulkheadFull is the error of a call that a Bulkhead turned away because
@@ -30,14 +32,26 @@ var ErrBulkheadFull = errors.New("bulkhead is full")
 // the context's error alone (the caller is gone). Waiters are admitted in
 // arrival order.
 //
-// A MaxConcurrent of zero means unlimited: the layer passes requests through
-// without counting them, at the cost of one atomic load. Calls admitted while
-// the bulkhead is unlimited therefore do not count against a limit set later
-// by Update, and InUse does not report them.
+// In mode adaptive (BulkheadSettings.Mode BulkheadAdaptive) the limit is
+// not MaxConcurrent but learned from the calls' latencies, within
+// [MinLimit, MaxLimit] from InitialLimit, by failsafe-go's adaptivelimiter
+// (see bulkhead_adaptive.go): a call holds a permit of the limiter as it
+// would a slot, and gives it back with a latency sample (the time it held
+// it) when the backend answered, or when a timeout ended the call, and
+// without one otherwise (a local rejection, a caller gone, a permanent or
+// fast transport error). A change of the limit by 10 % or more from the
+// last one reported emits EventBulkheadLimitChanged.
+//
+// In mode static, a MaxConcurrent of zero means unlimited: the layer
+// passes requests through without counting them, at the cost of two
+// atomic loads. Calls admitted while the bulkhead is unlimited therefore
+// do not count against a limit set later by Update, and InUse does not
+// report them.
 //
 // The settings can be retuned with Update while calls are in flight; the
-// slots in use are kept. A Bulkhead is created with NewBulkhead (the zero
-// value is not usable) and is safe for concurrent use.
+// slots in use are kept, and in mode adaptive the learned limit too. A
+// Bulkhead is created with NewBulkhead (the zero value is not usable) and
+// is safe for concurrent use.
 type Bulkhead struct {
 	ev        *Events
 	unlimited atomic.Bool // mirrors limit <= 0 for the lock-free fast path
@@ -54,6 +68,13 @@ type Bulkhead struct {
 
 	// releaseFn is release as a func value, made once for OnBodyEnd.
 	releaseFn func()
+
+	// adaptive is the serving limiter in mode adaptive, nil in mode
+	// static; written under mu. reported is the limit last reported by
+	// an event (limitMoved); wait is MaxWait, for the adaptive path.
+	adaptive atomic.Pointer[adaptiveGen]
+	reported atomic.Int64
+	wait     atomic.Int64
 
 	mu      sync.Mutex
 	maxWait time.Duration // guarded by mu
@@ -74,7 +95,8 @@ type bulkheadWaiter struct {
 // emits no events. NewBulkhead copies it.
 type BulkheadOptions struct {
 	// Events receives EventBulkheadRejected at slog.LevelWarn for every call
-	// turned away; nil means no events.
+	// turned away, and EventBulkheadLimitChanged at slog.LevelInfo in mode
+	// adaptive; nil means no events.
 	Events *Events
 }
 
@@ -93,26 +115,71 @@ func NewBulkhead(s BulkheadSettings, o BulkheadOptions) *Bulkhead {
 // to the new limit; lowering it lets the calls in flight finish and admits new
 // ones only once fewer than the new limit are in flight. A new MaxWait
 // applies to callers that start waiting after Update; those already waiting
-// keep theirs. It is safe for concurrent use.
+// keep theirs.
+//
+// In mode adaptive, new MinLimit or MaxLimit keep the learned limit,
+// clamped to the new bounds (the limiter's latency baseline is learned
+// again; a clamp that moves it by 10 % or more is reported as any other
+// change), and the calls in flight keep counting against the limit; a new
+// InitialLimit alone changes nothing until the mode is switched. A change
+// of Mode starts afresh: into adaptive at InitialLimit, into static at
+// MaxConcurrent, and the calls in flight no longer count. It is safe for
+// concurrent use.
 func (b *Bulkhead) Update(s BulkheadSettings) {
+	var drop []adaptivelimiter.Permit
+	var clamped int
 	b.mu.Lock()
-	b.limit.Store(int64(s.MaxConcurrent))
 	b.maxWait = s.MaxWait
-	b.unlimited.Store(s.MaxConcurrent <= 0)
+	b.wait.Store(int64(s.MaxWait))
+	if s.Mode == BulkheadAdaptive {
+		drop, clamped = b.updateAdaptiveLocked(s)
+		b.limit.Store(0) // static waiters, if any, go on: the mode changed
+		b.unlimited.Store(false)
+	} else {
+		if old := b.adaptive.Load(); old != nil {
+			old.retired.Store(true)
+			drop, old.proxies = old.proxies, nil
+			b.adaptive.Store(nil)
+		}
+		b.limit.Store(int64(s.MaxConcurrent))
+		b.unlimited.Store(s.MaxConcurrent <= 0)
+	}
 	b.grantLocked()
 	b.mu.Unlock()
+	for _, p := range drop {
+		p.Drop()
+	}
+	if clamped > 0 {
+		b.limitMoved(clamped)
+	}
+}
+
+// Mode returns BulkheadAdaptive while the bulkhead learns its limit,
+// BulkheadStatic otherwise. It is safe for concurrent use.
+func (b *Bulkhead) Mode() BulkheadMode {
+	if b.adaptive.Load() != nil {
+		return BulkheadAdaptive
+	}
+	return BulkheadStatic
 }
 
 // InUse returns how many slots are held now: calls in flight and waiters just
 // granted a slot. Calls admitted while the bulkhead was unlimited are not
-// counted. It is safe for concurrent use.
+// counted. In mode adaptive it is the limiter's permits in flight. It is
+// safe for concurrent use.
 func (b *Bulkhead) InUse() int {
+	if g := b.adaptive.Load(); g != nil {
+		return g.lim.Inflight()
+	}
 	return int(b.inUse.Load())
 }
 
-// Limit returns the current MaxConcurrent; zero means unlimited. It is safe
-// for concurrent use.
+// Limit returns the current MaxConcurrent, zero meaning unlimited; in mode
+// adaptive, the learned limit (never zero). It is safe for concurrent use.
 func (b *Bulkhead) Limit() int {
+	if g := b.adaptive.Load(); g != nil {
+		return g.lim.Limit()
+	}
 	return int(max(b.limit.Load(), 0))
 }
 
@@ -146,6 +213,14 @@ type bulkheadRT struct {
 }
 
 func (t *bulkheadRT) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.b.adaptive.Load() != nil {
+		return t.roundTripAdaptive(req)
+	}
+	return t.roundTripStatic(req)
+}
+
+// roundTripStatic is RoundTrip in mode static.
+func (t *bulkheadRT) roundTripStatic(req *http.Request) (*http.Response, error) {
 	b := t.b
 	if b.unlimited.Load() {
 		return t.next.RoundTrip(req)
@@ -237,9 +312,9 @@ func (b *Bulkhead) acquire(req *http.Request, ev *Events) error {
 func (b *Bulkhead) rejected(req *http.Request, ev *Events, limit int, waited time.Duration, cut error) error {
 	var err error
 	if cut != nil {
-		err = fmt.Errorf("switchboard: %w (max_concurrent %d, waited %v): a deadline ended the wait: %w", ErrBulkheadFull, limit, waited, cut)
+		err = fmt.Errorf("switchboard: %w (%s %d, waited %v): a deadline ended the wait: %w", ErrBulkheadFull, b.limitName(), limit, waited, cut)
 	} else {
-		err = fmt.Errorf("switchboard: %w (max_concurrent %d, waited %v)", ErrBulkheadFull, limit, waited)
+		err = fmt.Errorf("switchboard: %w (%s %d, waited %v)", ErrBulkheadFull, b.limitName(), limit, waited)
 	}
 	if ctx := req.Context(); ev.on(ctx, slog.LevelWarn) {
 		ev.Emit(ctx, slog.LevelWarn, Event{
@@ -252,6 +327,15 @@ func (b *Bulkhead) rejected(req *http.Request, ev *Events, limit int, waited tim
 		})
 	}
 	return err
+}
+
+// limitName names the limit in a rejection's error: the key in mode
+// static, "adaptive limit" in mode adaptive.
+func (b *Bulkhead) limitName() string {
+	if b.adaptive.Load() != nil {
+		return "adaptive limit"
+	}
+	return "max_concurrent"
 }
 
 // abandon takes w out of the queue after its wait ended without it seeing

@@ -654,4 +654,8 @@ func BenchmarkBulkhead(b *testing.B) {
 		bh := middleware.NewBulkhead(middleware.BulkheadSettings{MaxConcurrent: 1 << 20}, middleware.BulkheadOptions{})
 		benchRT(b, bh.Middleware()(limBenchRT{}))
 	})
+	b.Run("adaptive", func(b *testing.B) {
+		s := middleware.BulkheadSettings{Mode: middleware.BulkheadAdaptive, MinLimit: 1 << 19, MaxLimit: 1 << 20, InitialLimit: 1 << 20}
+		benchRT(b, middleware.NewBulkhead(s, middleware.BulkheadOptions{}).Middleware()(limBenchRT{}))
+	})
 }

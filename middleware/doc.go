@@ -16,7 +16,7 @@
 //	    Router                          with routes: picks the route's copy of 1, 4, 5 and 7
 //	 1  Timeout                         one deadline over the whole logical call
 //	 2  circuit breaker                 one outcome per logical call (after retries)
-//	 3  bulkhead                        one slot per logical call
+//	 3  bulkhead                        one slot per logical call; the limit static, or learned from latency (mode adaptive)
 //	 4  Retry (or Hedge)                budget, backoff with jitter, Retry-After, body replay
 //	                                    (Hedge: extra copies of a slow call; the first good answer wins)
 //	 5  AttemptTimeout                  one deadline per attempt
@@ -95,6 +95,14 @@
 // of its group. A wait for a slot or a token that the caller cancelled is
 // OutcomeCallerGone: it counts as neither too.
 //
+// The adaptive bulkhead (BulkheadAdaptive) learns its limit from the
+// calls it admits, by the same classification: OutcomeSuccess and
+// OutcomeFailure with a response (the backend answered), and
+// OutcomeFailure from a timeout (the Timeout or AttemptTimeout layer's, or
+// a transport's own), are latency samples; OutcomeRejected,
+// OutcomeCallerGone, OutcomePermanent and every other transport error are
+// dropped (see Bulkhead).
+//
 // A breaker's own rejection (ErrCircuitOpen) is not retried, for the same
 // reason as a full bulkhead or a rate-limit refusal: the breaker that
 // refused is this process's, and it refuses again until its cooldown ends
@@ -116,7 +124,8 @@
 // stands for a failing backend and counts as one.
 //
 // The package imports only the standard library, golang.org/x/time/rate
-// (the rate limit's token bucket) and golang.org/x/sync/singleflight
+// (the rate limit's token bucket), failsafe-go's adaptivelimiter (the
+// adaptive bulkhead's limit) and golang.org/x/sync/singleflight
 // (Coalesce's shared trips); configuration, reload and the registry live
 // in other packages.
 package middleware

@@ -18,6 +18,10 @@ const (
 	EventCircuitClosed        = "circuit.closed"
 	EventCircuitRejected      = "circuit.rejected"
 	EventBulkheadRejected     = "bulkhead.rejected"
+	// EventBulkheadLimitChanged: an adaptive bulkhead's learned limit
+	// moved by 10 % or more from the last value reported (or from its
+	// initial_limit); OldLimit and NewLimit say from what to what. Info.
+	EventBulkheadLimitChanged = "bulkhead.limit_changed"
 	EventRateLimitWaited      = "ratelimit.waited"
 	// EventRateLimitRefused: an attempt refused with ErrRateLimited
 	// before it was sent (its wait could not end before the deadline, or
@@ -62,6 +66,9 @@ type Event struct {
 	Err     error         // the error, already redacted
 	Reason  string        // free text: why a breaker opened, why a reload was rejected
 	Scope   string        // a rate-limit event's quota scope: "process" or "fleet"
+	// OldLimit and NewLimit are an adaptive bulkhead's limit before and
+	// after a change (EventBulkheadLimitChanged); zero otherwise.
+	OldLimit, NewLimit int
 }
 
 // Observer receives every event of the clients it is given to, for metrics.
@@ -119,7 +126,8 @@ func (ev *Events) logs(ctx context.Context, level slog.Level) bool {
 
 // Attrs returns e as the attributes of its slog record: event and client
 // always, every other field that is set under its own key (group, method,
-// url, host, attempt, status, delay, error, reason, scope). Integrations that
+// url, host, attempt, status, delay, error, reason, scope, old_limit,
+// new_limit). Integrations that
 // report events elsewhere (span events) use it, so every sink shows the
 // same attributes. e's URL and Err are redacted already when e comes from
 // Emit. It allocates the slice.
@@ -155,6 +163,9 @@ func (e Event) Attrs() []slog.Attr {
 	}
 	if e.Scope != "" {
 		attrs = append(attrs, slog.String("scope", e.Scope))
+	}
+	if e.OldLimit > 0 || e.NewLimit > 0 {
+		attrs = append(attrs, slog.Int("old_limit", e.OldLimit), slog.Int("new_limit", e.NewLimit))
 	}
 	return attrs
 }

@@ -63,6 +63,36 @@ func ExampleWithOverrides() {
 	// Output: true 0 2s true
 }
 
+// An adaptive bulkhead learns its limit from the calls' latencies, within
+// [MinLimit, MaxLimit] from InitialLimit. A retune that moves the bounds
+// keeps the learned limit, clamped to them; a switch to mode static
+// starts afresh.
+func ExampleNewBulkhead_adaptive() {
+	s := middleware.BulkheadSettings{
+		Mode: middleware.BulkheadAdaptive, MinLimit: 2, MaxLimit: 50, InitialLimit: 10,
+		MaxWait: 100 * time.Millisecond, // how long a call may queue for a slot
+	}
+	bh := middleware.NewBulkhead(s, middleware.BulkheadOptions{})
+	rt := bh.Middleware()(middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("ok")), Request: req}, nil
+	}))
+	req, _ := http.NewRequest("GET", "http://billing.internal/v1/invoices", nil)
+	resp, _ := rt.RoundTrip(req)
+	fmt.Println(bh.Mode(), "limit", bh.Limit(), "in use", bh.InUse()) // the slot is held until the body ends
+	resp.Body.Close()
+
+	s.MaxLimit, s.InitialLimit = 8, 8
+	bh.Update(s)
+	fmt.Println(bh.Mode(), "limit", bh.Limit(), "in use", bh.InUse())
+
+	bh.Update(middleware.BulkheadSettings{Mode: middleware.BulkheadStatic, MaxConcurrent: 4})
+	fmt.Println(bh.Mode(), "limit", bh.Limit())
+	// Output:
+	// adaptive limit 10 in use 1
+	// adaptive limit 8 in use 0
+	// static limit 4
+}
+
 // Coalesce lets identical calls in flight share one trip: three callers
 // ask while the backend is still answering the first, and the backend
 // sees one request; each caller reads its own copy of the answer.

@@ -88,10 +88,46 @@ func DefaultBreakerSettings() BreakerSettings {
 	}
 }
 
-// BulkheadSettings is the `bulkhead` block. The zero value is unlimited.
+// BulkheadMode selects how a bulkhead sets its limit. The zero value ""
+// means BulkheadStatic.
+type BulkheadMode string
+
+// The bulkhead modes.
+const (
+	// BulkheadStatic: the limit is MaxConcurrent, as written (0 = off).
+	BulkheadStatic BulkheadMode = "static"
+	// BulkheadAdaptive: the limit is learned from the latency of the
+	// calls, within [MinLimit, MaxLimit], starting at InitialLimit
+	// (failsafe-go's adaptivelimiter); MaxConcurrent is not read.
+	BulkheadAdaptive BulkheadMode = "adaptive"
+)
+
+// Adaptive reports whether m is BulkheadAdaptive ("" is static).
+func (m BulkheadMode) Adaptive() bool { return m == BulkheadAdaptive }
+
+// The adaptive bulkhead's built-in limits (those of failsafe-go's
+// adaptivelimiter).
+const (
+	DefaultBulkheadMinLimit     = 1
+	DefaultBulkheadMaxLimit     = 200
+	DefaultBulkheadInitialLimit = 20
+)
+
+// BulkheadSettings is the `bulkhead` block. The zero value is unlimited;
+// DefaultBulkheadSettings returns the built-in values (static, unlimited).
 type BulkheadSettings struct {
-	// MaxConcurrent is how many logical calls may be in flight. Zero means unlimited.
+	// Mode is static or adaptive; "" means static. Adaptive switches the
+	// bulkhead on whatever MaxConcurrent says.
+	Mode BulkheadMode `koanf:"mode" json:"mode" enum:"static,adaptive"`
+	// MaxConcurrent is how many logical calls may be in flight (mode
+	// static). Zero means unlimited. Mode adaptive does not read it.
 	MaxConcurrent int `koanf:"max_concurrent" json:"max_concurrent" minimum:"0"`
+	// MinLimit and MaxLimit bound the learned limit (mode adaptive);
+	// InitialLimit is where it starts. MinLimit <= InitialLimit <=
+	// MaxLimit, all >= 1; a zero one means its Default.
+	MinLimit     int `koanf:"min_limit" json:"min_limit" minimum:"1"`
+	MaxLimit     int `koanf:"max_limit" json:"max_limit" minimum:"1"`
+	InitialLimit int `koanf:"initial_limit" json:"initial_limit" minimum:"1"`
 	// MaxWait is how long a call waits for a slot before ErrBulkheadFull.
 	// Zero means it does not wait.
 	MaxWait time.Duration `koanf:"max_wait" json:"max_wait"`
@@ -99,6 +135,31 @@ type BulkheadSettings struct {
 	// share one pool of slots (their bulkhead settings must be equal); ""
 	// is the client's own.
 	Group string `koanf:"group" json:"group"`
+}
+
+// DefaultBulkheadSettings returns the built-in bulkhead settings: static
+// and unlimited, with the adaptive limits 1, 200 and 20 ready for mode
+// adaptive.
+func DefaultBulkheadSettings() BulkheadSettings {
+	return BulkheadSettings{Mode: BulkheadStatic, MinLimit: DefaultBulkheadMinLimit,
+		MaxLimit: DefaultBulkheadMaxLimit, InitialLimit: DefaultBulkheadInitialLimit}
+}
+
+// adaptiveLimits returns s's adaptive limits with a zero one standing for
+// its default, the initial limit clamped into [min, max].
+func (s BulkheadSettings) adaptiveLimits() (lo, hi, initial int) {
+	lo, hi, initial = s.MinLimit, s.MaxLimit, s.InitialLimit
+	if lo <= 0 {
+		lo = DefaultBulkheadMinLimit
+	}
+	if hi <= 0 {
+		hi = max(DefaultBulkheadMaxLimit, lo)
+	}
+	hi = max(hi, lo)
+	if initial <= 0 {
+		initial = DefaultBulkheadInitialLimit
+	}
+	return lo, hi, min(max(initial, lo), hi)
 }
 
 // RateLimitSettings is the `rate_limit` block. The zero value is unlimited.

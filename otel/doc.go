@@ -58,6 +58,7 @@
 //	                                                                    state: closed | half_open | open
 //	switchboard.bulkhead.in_use        Int64ObservableGauge {request}   switchboard.client                         every collection; clients with a bulkhead
 //	switchboard.bulkhead.limit         Int64ObservableGauge {request}   switchboard.client                         every collection; clients with a bulkhead
+//	                                                                                                               (mode adaptive: the learned limit)
 //	switchboard.retry.budget.balance   Float64ObservableGauge {retry}   switchboard.client                         every collection; clients whose budget is
 //	                                                                                                               on (retry.budget.ttl > 0)
 //	switchboard.rate_limit.tokens      Float64ObservableGauge {token}   switchboard.client                         every collection; clients with a limit

@@ -70,7 +70,7 @@ func (t *Telemetry) instruments() error {
 		metric.WithDescription("Bulkhead slots in use."))
 	keep(err)
 	t.bulkheadLimit, err = m.Int64ObservableGauge(MetricBulkheadLimit, metric.WithUnit("{request}"),
-		metric.WithDescription("Bulkhead size (bulkhead.max_concurrent)."))
+		metric.WithDescription("Bulkhead size: bulkhead.max_concurrent, or the learned limit in mode adaptive."))
 	keep(err)
 	t.budgetBalance, err = m.Float64ObservableGauge(MetricBudgetBalance, metric.WithUnit("{retry}"),
 		metric.WithDescription("Retries the retry budget allows now."))

@@ -258,3 +258,27 @@ func TestGroupEventsCarryTheGroup(t *testing.T) {
 		t.Fatal("no bulkhead.rejected span event with client write and group billing")
 	}
 }
+
+// TestAdaptiveBulkheadLimitGauge: in mode adaptive the limit gauge reports
+// the limiter's limit (initial_limit before any sample, max_concurrent
+// being 0), and after a reload that lowers max_limit the learned limit,
+// clamped.
+func TestAdaptiveBulkheadLimitGauge(t *testing.T) {
+	adaptive := func(hi, initial int) func(*config.ClientConfig) {
+		return func(c *config.ClientConfig) {
+			c.Retry.MaxRetries = 0
+			c.Bulkhead = middleware.BulkheadSettings{Mode: middleware.BulkheadAdaptive, MinLimit: 1, MaxLimit: hi, InitialLimit: initial}
+		}
+	}
+	h := newHarness(t, baseConfig(map[string]func(*config.ClientConfig){"billing": adaptive(200, 7)}),
+		middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
+		}))
+	ms := h.collect(t)
+	wantPoints(t, ms, otelswitchboard.MetricBulkheadLimit, map[string]float64{"switchboard.client=billing": 7})
+	wantPoints(t, ms, otelswitchboard.MetricBulkheadInUse, map[string]float64{"switchboard.client=billing": 0})
+	if err := h.reg.Apply(baseConfig(map[string]func(*config.ClientConfig){"billing": adaptive(4, 4)})); err != nil {
+		t.Fatal(err)
+	}
+	wantPoints(t, h.collect(t), otelswitchboard.MetricBulkheadLimit, map[string]float64{"switchboard.client=billing": 4})
+}

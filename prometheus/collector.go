@@ -58,7 +58,8 @@ type collector struct {
 // budget's balance, the config generation, whether the last reload
 // applied and when the serving one did, and each Source's staleness. A
 // client's gauge is reported only while the component is on (the bulkhead
-// gauges while bulkhead.max_concurrent > 0, the budget's while its ttl >
+// gauges while bulkhead.max_concurrent > 0 or bulkhead.mode is adaptive,
+// whose limit gauge is the learned limit; the budget's while its ttl >
 // 0). Register it once per registry; after reg.Close it reports the last
 // state. It is safe for concurrent use.
 func NewCollector(reg *factory.Registry, o Options) prometheus.Collector {
@@ -81,7 +82,7 @@ func NewCollector(reg *factory.Registry, o Options) prometheus.Collector {
 		bulkheadInUse: prometheus.NewDesc("switchboard_bulkhead_in_use",
 			"Bulkhead slots in use (logical calls in flight).", client, nil),
 		bulkheadLimit: prometheus.NewDesc("switchboard_bulkhead_limit",
-			"Bulkhead size (bulkhead.max_concurrent).", client, nil),
+			"Bulkhead size: bulkhead.max_concurrent, or the learned limit in mode adaptive.", client, nil),
 		tokens: prometheus.NewDesc("switchboard_rate_limit_tokens",
 			"Rate-limit tokens available now.", client, nil),
 		budget: prometheus.NewDesc("switchboard_retry_budget_balance",

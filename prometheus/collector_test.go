@@ -316,3 +316,36 @@ func TestOptionsBucketsAndNoHosts(t *testing.T) {
 		t.Fatalf("MaxHosts -1 reported %d breaker series, want none", len(f.GetMetric()))
 	}
 }
+
+// TestAdaptiveBulkheadLimitScraped: in mode adaptive (max_concurrent 0)
+// the bulkhead gauges are reported, the limit being the limiter's:
+// initial_limit before any sample, the learned one clamped after a
+// reload lowers max_limit.
+func TestAdaptiveBulkheadLimitScraped(t *testing.T) {
+	cfg := func(hi, initial int) config.Config {
+		c := config.Default()
+		c.Bulkhead = middleware.BulkheadSettings{Mode: middleware.BulkheadAdaptive, MinLimit: 1, MaxLimit: hi, InitialLimit: initial}
+		return config.Config{Defaults: config.Default(), Clients: map[string]config.ClientConfig{"search": c}}
+	}
+	r, err := factory.New(cfg(200, 7), factory.Options{Base: byHost, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	preg := prometheus.NewPedanticRegistry()
+	preg.MustRegister(promswitchboard.NewCollector(r, promswitchboard.Options{}))
+	search := map[string]string{"client": "search"}
+	if got, ok := value(scrape(t, preg), "switchboard_bulkhead_limit", search); !ok || got != 7 {
+		t.Errorf("switchboard_bulkhead_limit: got %v (reported %v), want 7", got, ok)
+	}
+	if err := r.Apply(cfg(4, 4)); err != nil {
+		t.Fatal(err)
+	}
+	fams := scrape(t, preg)
+	if got, ok := value(fams, "switchboard_bulkhead_limit", search); !ok || got != 4 {
+		t.Errorf("after max_limit 4: switchboard_bulkhead_limit %v (reported %v), want 4", got, ok)
+	}
+	if _, ok := value(fams, "switchboard_bulkhead_in_use", search); !ok {
+		t.Error("switchboard_bulkhead_in_use: not reported in mode adaptive")
+	}
+}

@@ -190,7 +190,7 @@
     }
 
     const dl = tile.appendChild(el('dl', 'facts'));
-    fact(dl, 'bulkhead', c.bulkhead_limit > 0 ? c.bulkhead_in_use + ' / ' + c.bulkhead_limit + ' in use' : 'off');
+    fact(dl, 'bulkhead', c.bulkhead_limit > 0 ? bulkheadText(c) : 'off');
     let limit = c.limiter_tokens !== undefined ? num(c.limiter_tokens, 1) + ' tokens' : 'off';
     if (c.quota_mode) limit += ' · fleet quota: ' + c.quota_mode;
     fact(dl, 'rate limit', limit);
@@ -236,12 +236,19 @@
       head.appendChild(el('span', 'badge plain', g.block.replace('_', ' ')));
       if (g.block === 'circuit_breaker') head.appendChild(breakerBadge(g.c.breaker));
       const dl = tile.appendChild(el('dl', 'facts'));
-      if (g.block === 'bulkhead') fact(dl, 'bulkhead', g.c.bulkhead_in_use + ' / ' + g.c.bulkhead_limit + ' in use');
+      if (g.block === 'bulkhead') fact(dl, 'bulkhead', bulkheadText(g.c));
       if (g.block === 'rate_limit') fact(dl, 'rate limit', c2tokens(g.c));
       fact(dl, 'members', g.members.join(', '));
       tiles.push(tile);
     }
     return tiles;
+  }
+
+  // bulkheadText: slots in use of the limit; an adaptive bulkhead's limit
+  // is the learned one, and says so.
+  function bulkheadText(c) {
+    const s = c.bulkhead_in_use + ' / ' + c.bulkhead_limit + ' in use';
+    return c.bulkhead_mode === 'adaptive' ? s + ' (adaptive limit)' : s;
   }
 
   function c2tokens(c) {
