@@ -24,9 +24,10 @@ import (
 //     a call that finds every slot taken is refused at once.
 //   - switchboard-adaptive: `bulkhead: {mode: adaptive, min_limit: 1,
 //     max_limit: 200, initial_limit: 20}`, max_wait 0.
-//   - failsafe-go-adaptive: failsafe-go's adaptivelimiter as its README
-//     wires it for HTTP, through failsafehttp.NewRoundTripper, with the
-//     same limits (WithLimits(1, 200, 20), which are also its defaults) and
+//   - failsafe-go-adaptive: failsafe-go's adaptivelimiter wired as a
+//     failsafe-go user wires a policy for HTTP, through
+//     failsafehttp.NewRoundTripper (its permit ends when RoundTrip
+//     returns; switchboard's when the body ends), with the same limits (WithLimits(1, 200, 20), which are also its defaults) and
 //     every other setting at its default: no queueing (a call over the limit
 //     is refused at once with adaptivelimiter.ErrExceeded), a recent window
 //     of 1 s to 30 s and at least 50 samples.
