@@ -48,18 +48,20 @@ type adaptiveGen struct {
 }
 
 // newAdaptiveGen builds a limiter with bounds [lo, hi] starting at
-// initial, reporting its limit changes to b until it is retired (the
-// calls still in flight on a retired one move its limit, which serves no
-// one).
+// initial.
+//
+// It has no OnLimitChanged listener, on purpose: the limiter calls its
+// listener from inside Record or Drop, having unlocked its mutex for the
+// call and relocking it after, while Record unlocks it again in a defer;
+// a listener that panics (an Observer's, a slog handler's) would unlock
+// an unlocked mutex, a fatal error that no recover catches, and the
+// permit would be lost. Instead endAdaptive reads Limit once Record or
+// Drop has returned and reports a move from there (limitMoved), on the
+// caller's goroutine and with no lock held.
 func (b *Bulkhead) newAdaptiveGen(lo, hi, initial int) *adaptiveGen {
 	g := &adaptiveGen{lo: lo, hi: hi}
 	g.lim = adaptivelimiter.NewBuilder[any]().
 		WithLimits(uint(lo), uint(hi), uint(initial)).
-		OnLimitChanged(func(e adaptivelimiter.LimitChangedEvent) {
-			if !g.retired.Load() {
-				b.limitMoved(int(e.NewLimit))
-			}
-		}).
 		Build()
 	return g
 }
@@ -103,9 +105,10 @@ func (b *Bulkhead) updateAdaptiveLocked(s BulkheadSettings) (drop []adaptivelimi
 }
 
 // limitMoved reports the limit n after a change: an EventBulkheadLimitChanged
-// when it moved by 10 % or more from the last reported value. The limiter
-// calls it without its lock held, from the goroutine that ended a call;
-// Update after new bounds clamped the limit, without b.mu held.
+// when it moved by 10 % or more from the last reported value. endAdaptive
+// calls it after a permit of the serving limiter was given back, Update
+// after new bounds clamped the limit; neither holds a lock, so an
+// Observer that panics panics in that caller, as any other event's would.
 func (b *Bulkhead) limitMoved(n int) {
 	for {
 		last := b.reported.Load()
@@ -227,6 +230,7 @@ func (b *Bulkhead) endAdaptive(g *adaptiveGen, p adaptivelimiter.Permit, sample 
 		p.Drop()
 	}
 	if !g.retired.Load() {
+		b.limitMoved(g.lim.Limit()) // a retired limiter's moves serve no one
 		return
 	}
 	b.mu.Lock()

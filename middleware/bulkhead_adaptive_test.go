@@ -478,3 +478,37 @@ func TestAdaptiveBulkheadWaiterAcrossUpdate(t *testing.T) {
 		}
 	})
 }
+
+// TestAdaptiveBulkheadPanickingObserver: an Observer that panics on
+// bulkhead.limit_changed panics in the caller that ended the call (where
+// it can be recovered), not inside the limiter (where it was a fatal
+// "unlock of unlocked RWMutex"), and the permit is given back first.
+func TestAdaptiveBulkheadPanickingObserver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var panics atomic.Int64
+		ev := &middleware.Events{Client: "billing", Observer: middleware.ObserverFunc(func(_ context.Context, e middleware.Event) {
+			if e.Name == middleware.EventBulkheadLimitChanged {
+				panics.Add(1)
+				panic("observer failed")
+			}
+		})}
+		bh := middleware.NewBulkhead(adaptiveBulkhead(1, 200, 20), middleware.BulkheadOptions{Events: ev})
+		rt := bh.Middleware()(fakert.New(fakert.Step{Delay: 20 * time.Millisecond, Body: "x"}))
+		for range 150 {
+			resp, err := getVia(t.Context(), rt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			func() {
+				defer func() { recover() }()
+				resp.Body.Close()
+			}()
+		}
+		if panics.Load() == 0 {
+			t.Fatalf("limit %d: the observer never saw a limit change", bh.Limit())
+		}
+		if got := bh.InUse(); got != 0 {
+			t.Errorf("InUse %d after every call ended, want 0 (no permit lost to a panic)", got)
+		}
+	})
+}
