@@ -120,7 +120,9 @@ func NewBulkhead(s BulkheadSettings, o BulkheadOptions) *Bulkhead {
 // In mode adaptive, new MinLimit or MaxLimit keep the learned limit,
 // clamped to the new bounds (the limiter's latency baseline is learned
 // again; a clamp that moves it by 10 % or more is reported as any other
-// change), and the calls in flight keep counting against the limit; a new
+// change), the calls in flight keep counting against the limit, and
+// callers waiting on the old limiter wait on at the new one (or for the
+// static slots after a switch to mode static) at once; a new
 // InitialLimit alone changes nothing until the mode is switched. A change
 // of Mode starts afresh: into adaptive at InitialLimit, into static at
 // MaxConcurrent, and the calls in flight no longer count. It is safe for
@@ -137,8 +139,7 @@ func (b *Bulkhead) Update(s BulkheadSettings) {
 		b.unlimited.Store(false)
 	} else {
 		if old := b.adaptive.Load(); old != nil {
-			old.retired.Store(true)
-			drop, old.proxies = old.proxies, nil
+			drop = old.retireLocked() // its waiters move to the static slots
 			b.adaptive.Store(nil)
 		}
 		b.limit.Store(int64(s.MaxConcurrent))

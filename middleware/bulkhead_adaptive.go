@@ -30,21 +30,53 @@ import (
 // Its limits are fixed when it is built (WithLimits), so a reload that
 // changes min_limit or max_limit builds a new limiter whose initial limit
 // is the learned one, clamped to the new bounds: the limit is kept, the
-// latency baseline is learned again. The calls in flight on the old
-// limiter still count against the new one: the new one holds a proxy
-// permit for each (taken with TryAcquirePermit, up to its limit), and
-// each such call drops one as it ends.
+// latency baseline is learned again. The calls in flight on the retired
+// limiter still count against the new one. Each call is counted against
+// exactly one limiter, at admission and under the Bulkhead's mu, where
+// retirement happens too: a retirement moves its limiter's count into
+// the run's carry (adaptiveCarry), and the new limiter holds a
+// placeholder permit (taken with TryAcquirePermit, up to its limit) for
+// each carried call; a carried call that ends lowers the carry and gives
+// back a placeholder when more are held than the carry. A permit that a
+// retired limiter grants after its retirement was never counted: it is
+// dropped and the caller asks the serving limiter. A caller waiting on a
+// limiter when it is retired moves its wait to the serving one (or to
+// the static slots), with what is left of max_wait.
+
+// adaptiveCarry counts the calls of one adaptive run (until a switch of
+// mode) admitted by limiters since retired and still in flight; guarded
+// by the Bulkhead's mu.
+type adaptiveCarry struct{ calls int }
 
 // adaptiveGen is one limiter of an adaptive Bulkhead. lo and hi are the
 // bounds it was built with; retired is set, under the Bulkhead's mu, when
-// a newer limiter takes its place.
+// a newer limiter (or mode static) takes its place, and gone is
+// cancelled then, which moves its waiters on.
 type adaptiveGen struct {
 	lim     adaptivelimiter.AdaptiveLimiter[any]
 	lo, hi  int
 	retired atomic.Bool
-	// proxies stand for calls in flight on older limiters; guarded by
-	// the Bulkhead's mu.
+	gone    context.Context
+	cancel  context.CancelFunc
+
+	// Guarded by the Bulkhead's mu: calls counts the calls this limiter
+	// admitted that are still in flight (until it is retired); carry is
+	// the run's; proxies are placeholders for the carried calls.
+	calls   int
+	carry   *adaptiveCarry
 	proxies []adaptivelimiter.Permit
+}
+
+// retireLocked retires g: its count goes to the carry, its waiters move
+// on. b.mu must be held; it returns g's placeholders, to be dropped once
+// mu is released.
+func (g *adaptiveGen) retireLocked() (drop []adaptivelimiter.Permit) {
+	g.retired.Store(true)
+	g.cancel()
+	g.carry.calls += g.calls
+	g.calls = 0
+	drop, g.proxies = g.proxies, nil
+	return drop
 }
 
 // newAdaptiveGen builds a limiter with bounds [lo, hi] starting at
@@ -60,6 +92,7 @@ type adaptiveGen struct {
 // caller's goroutine and with no lock held.
 func (b *Bulkhead) newAdaptiveGen(lo, hi, initial int) *adaptiveGen {
 	g := &adaptiveGen{lo: lo, hi: hi}
+	g.gone, g.cancel = context.WithCancel(context.Background())
 	g.lim = adaptivelimiter.NewBuilder[any]().
 		WithLimits(uint(lo), uint(hi), uint(initial)).
 		Build()
@@ -70,8 +103,8 @@ func (b *Bulkhead) newAdaptiveGen(lo, hi, initial int) *adaptiveGen {
 // bulkhead was static) starts at InitialLimit and reports from there; new
 // bounds carry the learned limit, clamped, into a new limiter, which takes
 // over the calls in flight; a change of InitialLimit or MaxWait alone
-// keeps the limiter. b.mu must be held; it returns the proxies of the
-// retired limiter, to be dropped once mu is released, and the new
+// keeps the limiter. b.mu must be held; it returns the placeholders of
+// the retired limiter, to be dropped once mu is released, and the new
 // limiter's limit when new bounds clamped it (0 otherwise), to be
 // reported then.
 func (b *Bulkhead) updateAdaptiveLocked(s BulkheadSettings) (drop []adaptivelimiter.Permit, clamped int) {
@@ -79,27 +112,29 @@ func (b *Bulkhead) updateAdaptiveLocked(s BulkheadSettings) (drop []adaptivelimi
 	old := b.adaptive.Load()
 	if old == nil {
 		b.reported.Store(int64(initial))
-		b.adaptive.Store(b.newAdaptiveGen(lo, hi, initial))
+		g := b.newAdaptiveGen(lo, hi, initial)
+		g.carry = &adaptiveCarry{}
+		b.adaptive.Store(g)
 		return nil, 0
 	}
 	if old.lo == lo && old.hi == hi {
 		return nil, 0
 	}
-	old.retired.Store(true) // before Inflight is read: see acquireAdaptive
+	drop = old.retireLocked()
 	learned := old.lim.Limit()
 	kept := min(max(learned, lo), hi)
 	if kept != learned {
 		clamped = kept
 	}
 	g := b.newAdaptiveGen(lo, hi, kept)
-	for range old.lim.Inflight() {
+	g.carry = old.carry
+	for range g.carry.calls {
 		p, ok := g.lim.TryAcquirePermit()
 		if !ok {
 			break
 		}
 		g.proxies = append(g.proxies, p)
 	}
-	drop, old.proxies = old.proxies, nil
 	b.adaptive.Store(g)
 	return drop, clamped
 }
@@ -190,10 +225,11 @@ func sampled(req *http.Request, err error) bool {
 }
 
 // acquireAdaptive takes a permit for req from the serving limiter,
-// waiting up to max_wait. A permit granted by a limiter that a reload
-// retired meanwhile is given back and the wait goes on at the new one,
-// with what is left of max_wait, so that every call in flight counts
-// against the serving limiter (see updateAdaptiveLocked).
+// waiting up to max_wait, and counts the call against that limiter. A
+// nil limiter and error mean that the bulkhead is static now. A permit
+// granted by a limiter retired meanwhile is dropped and the caller asks
+// the serving one, and a wait on a limiter that is retired moves there,
+// with what is left of max_wait (see updateAdaptiveLocked).
 func (b *Bulkhead) acquireAdaptive(req *http.Request, ev *Events) (*adaptiveGen, adaptivelimiter.Permit, error) {
 	ctx := req.Context()
 	wait := time.Duration(b.wait.Load())
@@ -203,44 +239,77 @@ func (b *Bulkhead) acquireAdaptive(req *http.Request, ev *Events) (*adaptiveGen,
 		if g == nil { // Update switched to mode static meanwhile
 			return nil, nil, nil
 		}
-		left := max(wait-time.Since(start), 0)
-		p, err := g.lim.AcquirePermitWithMaxWait(ctx, left)
-		switch {
-		case errors.Is(err, adaptivelimiter.ErrExceeded):
-			return nil, nil, b.rejected(req, ev, g.lim.Limit(), time.Since(start), nil)
-		case err != nil:
-			if waitRejected(ctx) { // no permit before the deadline: a rejection, not a backend failure
-				return nil, nil, b.rejected(req, ev, g.lim.Limit(), time.Since(start), ctx.Err())
+		p, ok := g.lim.TryAcquirePermit()
+		if !ok {
+			left := max(wait-time.Since(start), 0)
+			if left == 0 {
+				return nil, nil, b.rejected(req, ev, g.lim.Limit(), time.Since(start), nil)
 			}
-			return nil, nil, fmt.Errorf("switchboard: waiting for a bulkhead slot: %w", ctx.Err())
+			var err error
+			p, err = g.waitPermit(ctx, left)
+			switch {
+			case err == nil:
+			case ctx.Err() == nil && g.gone.Err() != nil: // retired while we waited: wait on at the serving one
+				continue
+			case errors.Is(err, adaptivelimiter.ErrExceeded):
+				return nil, nil, b.rejected(req, ev, g.lim.Limit(), time.Since(start), nil)
+			case waitRejected(ctx): // no permit before the deadline: a rejection, not a backend failure
+				return nil, nil, b.rejected(req, ev, g.lim.Limit(), time.Since(start), ctx.Err())
+			default:
+				return nil, nil, fmt.Errorf("switchboard: waiting for a bulkhead slot: %w", ctx.Err())
+			}
 		}
-		if !g.retired.Load() {
+		b.mu.Lock()
+		counted := !g.retired.Load()
+		if counted {
+			g.calls++
+		}
+		b.mu.Unlock()
+		if counted {
 			return g, p, nil
 		}
-		b.endAdaptive(g, p, false)
+		p.Drop() // granted after the retirement, so never counted: ask the serving limiter
 	}
 }
 
-// endAdaptive gives back p, a permit of g, with a sample or without; a
-// call of a retired limiter also drops one proxy of the serving one.
+// waitPermit waits up to left for a permit of g; the wait ends early,
+// with g.gone's error, when g is retired. Only a caller that must wait
+// pays for the link (a context and an AfterFunc registration).
+func (g *adaptiveGen) waitPermit(ctx context.Context, left time.Duration) (adaptivelimiter.Permit, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(g.gone, cancel)
+	defer stop()
+	return g.lim.AcquirePermitWithMaxWait(wctx, left)
+}
+
+// endAdaptive gives back p, a permit of g, with a sample or without, and
+// uncounts the call: from g while it serves, else from the carry, giving
+// back a placeholder of the serving limiter when it holds more than the
+// carry.
 func (b *Bulkhead) endAdaptive(g *adaptiveGen, p adaptivelimiter.Permit, sample bool) {
 	if sample {
 		p.Record()
 	} else {
 		p.Drop()
 	}
-	if !g.retired.Load() {
-		b.limitMoved(g.lim.Limit()) // a retired limiter's moves serve no one
-		return
-	}
-	b.mu.Lock()
 	var proxy adaptivelimiter.Permit
-	if cur := b.adaptive.Load(); cur != nil && len(cur.proxies) > 0 {
-		proxy = cur.proxies[len(cur.proxies)-1]
-		cur.proxies = cur.proxies[:len(cur.proxies)-1]
+	b.mu.Lock()
+	retired := g.retired.Load()
+	if !retired {
+		g.calls--
+	} else {
+		g.carry.calls--
+		if cur := b.adaptive.Load(); cur != nil && cur.carry == g.carry && len(cur.proxies) > g.carry.calls {
+			proxy = cur.proxies[len(cur.proxies)-1]
+			cur.proxies = cur.proxies[:len(cur.proxies)-1]
+		}
 	}
 	b.mu.Unlock()
 	if proxy != nil {
 		proxy.Drop()
+	}
+	if !retired {
+		b.limitMoved(g.lim.Limit()) // a retired limiter's moves serve no one
 	}
 }

@@ -512,3 +512,107 @@ func TestAdaptiveBulkheadPanickingObserver(t *testing.T) {
 		}
 	})
 }
+
+// TestAdaptiveBulkheadReloadNeverExceedsLimit: with two calls A and B in
+// flight on a limiter of 2 and a waiter W, new bounds keep the limit 2;
+// A ends, W is admitted; B still runs, so a fourth call must be refused:
+// each call gives back only the placeholder that stands for it.
+func TestAdaptiveBulkheadReloadNeverExceedsLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := adaptiveBulkhead(2, 2, 2)
+		bh := middleware.NewBulkhead(s, middleware.BulkheadOptions{})
+		rt := bh.Middleware()(fakert.New(fakert.Step{Body: "x"}))
+		a, err := getVia(t.Context(), rt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := getVia(t.Context(), rt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan *http.Response, 1)
+		go func() {
+			resp, err := getVia(t.Context(), rt)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- resp
+		}()
+		synctest.Wait() // W waits
+		s.MinLimit, s.MaxLimit = 1, 3
+		bh.Update(s)
+		if n, l := bh.InUse(), bh.Limit(); n != 2 || l != 2 {
+			t.Fatalf("after new bounds: InUse %d, limit %d, want 2, 2 (A and B count)", n, l)
+		}
+		a.Body.Close()
+		w := <-got
+		if n := bh.InUse(); n != 2 {
+			t.Errorf("A ended, W admitted, B running: InUse %d, want 2", n)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		if resp, err := getVia(ctx, rt); !errors.Is(err, middleware.ErrBulkheadFull) {
+			if err == nil {
+				resp.Body.Close()
+			}
+			t.Errorf("a third call with B and W running, limit 2: err %v, want ErrBulkheadFull", err)
+		}
+		b.Body.Close()
+		w.Body.Close()
+		if n := bh.InUse(); n != 0 {
+			t.Errorf("all ended: InUse %d, want 0", n)
+		}
+	})
+}
+
+// TestAdaptiveBulkheadWaiterMovesOnUpdate: a caller waiting on a full
+// limiter is admitted at once when new bounds raise the limit, or when
+// Update switches to mode static with room, while the call that filled
+// the limiter still runs.
+func TestAdaptiveBulkheadWaiterMovesOnUpdate(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		next func(middleware.BulkheadSettings) middleware.BulkheadSettings
+	}{
+		{"raised min_limit", func(s middleware.BulkheadSettings) middleware.BulkheadSettings {
+			s.MinLimit, s.MaxLimit, s.InitialLimit = 2, 4, 2
+			return s
+		}},
+		{"mode static", func(s middleware.BulkheadSettings) middleware.BulkheadSettings {
+			s.Mode, s.MaxConcurrent = middleware.BulkheadStatic, 4
+			return s
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := adaptiveBulkhead(1, 1, 1)
+				bh := middleware.NewBulkhead(s, middleware.BulkheadOptions{})
+				rt := bh.Middleware()(fakert.New(fakert.Step{Body: "x"}))
+				held, err := getVia(t.Context(), rt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer held.Body.Close()
+				got := make(chan *http.Response, 1)
+				go func() {
+					resp, err := getVia(t.Context(), rt)
+					if err != nil {
+						t.Error(err)
+					}
+					got <- resp
+				}()
+				synctest.Wait() // the second caller waits
+				start := time.Now()
+				bh.Update(tt.next(s))
+				resp := <-got
+				if resp == nil {
+					t.FailNow()
+				}
+				resp.Body.Close()
+				if d := time.Since(start); d != 0 {
+					t.Errorf("waiter admitted %v after the update, want at once", d)
+				}
+			})
+		})
+	}
+}
