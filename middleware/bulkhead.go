@@ -37,9 +37,9 @@ var ErrBulkheadFull = errors.New("bulkhead is full")
 // [MinLimit, MaxLimit] from InitialLimit, by failsafe-go's adaptivelimiter
 // (see bulkhead_adaptive.go): a call holds a permit of the limiter as it
 // would a slot, and gives it back with a latency sample (the time it held
-// it) when the backend answered, or when a timeout ended the call, and
-// without one otherwise (a local rejection, a caller gone, a permanent or
-// fast transport error). A change of the limit by 10 % or more from the
+// it) when LatencySample says so, the backend having served it, and
+// without one otherwise (a status >= 500, a transport error or timeout, a
+// local rejection, a caller gone). A change of the limit by 10 % or more from the
 // last one reported emits EventBulkheadLimitChanged.
 //
 // In mode static, a MaxConcurrent of zero means unlimited: the layer

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -20,9 +19,11 @@ import (
 // Not its policy executor (failsafe.With(limiter).Get): that gives the
 // permit back when the function returns, while a call here holds it until
 // its caller is done with the body, and records every return alike, while
-// a call here is sampled or not by its outcome (see sampled).
-// The limiter compares the p90 of the latencies of a recent window (at
-// least 1 s and 50 samples, at most 30 s) with a slow moving baseline and
+// a call here is sampled or not by its outcome (see LatencySample).
+// The limiter compares the p90 of the latencies of a recent window (it
+// closes with at least 50 samples, after at least 1 s or twice the
+// fastest sample, that minimum capped at 30 s: a client with fewer
+// samples never closes one) with a slow moving baseline and
 // lowers the limit while they grow, raises it while they do not; its
 // state is guarded by its own lock, it starts no goroutine, and it reads
 // time.Now and time.NewTimer, so that it runs inside testing/synctest.
@@ -163,15 +164,16 @@ func (b *Bulkhead) limitMoved(n int) {
 // adaptiveCall is one call holding a permit; end runs when its response
 // body ends.
 type adaptiveCall struct {
-	b   *Bulkhead
-	g   *adaptiveGen
-	p   adaptivelimiter.Permit
-	req *http.Request
+	b    *Bulkhead
+	g    *adaptiveGen
+	p    adaptivelimiter.Permit
+	req  *http.Request
+	resp *http.Response
 }
 
-// end gives the permit back once the body ended: a sample, unless the
-// caller had gone by then (its latency is then unknown).
-func (c *adaptiveCall) end() { c.b.endAdaptive(c.g, c.p, !callerGone(c.req.Context())) }
+// end gives the permit back once the body ended, a sample or not by
+// LatencySample.
+func (c *adaptiveCall) end() { c.b.endAdaptive(c.g, c.p, LatencySample(c.req, c.resp, nil)) }
 
 // roundTripAdaptive is RoundTrip in mode adaptive.
 func (t *bulkheadRT) roundTripAdaptive(req *http.Request) (*http.Response, error) {
@@ -196,32 +198,15 @@ func (t *bulkheadRT) roundTripAdaptive(req *http.Request) (*http.Response, error
 	held = false
 	switch {
 	case err != nil:
-		b.endAdaptive(g, p, sampled(req, err))
+		b.endAdaptive(g, p, LatencySample(req, nil, err)) // never a sample: see LatencySample
 		return nil, err
 	case resp == nil:
 		b.endAdaptive(g, p, false)
 		return nil, errors.New("switchboard: round tripper returned neither a response nor an error")
 	}
-	c := &adaptiveCall{b: b, g: g, p: p, req: req}
+	c := &adaptiveCall{b: b, g: g, p: p, req: req, resp: resp}
 	endAfterBody(resp, c.end) // an empty body ends the call now
 	return resp, nil
-}
-
-// sampled reports whether a call that ended with err is a latency sample:
-// only a timeout is (the deadline of a Timeout or AttemptTimeout layer, or
-// a transport's own, such as response_header_timeout), as a call that
-// took at least that long, which is how overload shows when latency grows
-// past the deadlines. Every other error is dropped: a local rejection and
-// a caller gone (its latency is unknown: the caller's own deadline may be
-// as short as it likes), a permanent error, and a refused or reset
-// connection, which fails fast and, recorded, would read as a healthy
-// backend.
-func sampled(req *http.Request, err error) bool {
-	if Classify(req, nil, err) != OutcomeFailure {
-		return false
-	}
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // acquireAdaptive takes a permit for req from the serving limiter,

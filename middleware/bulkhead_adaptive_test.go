@@ -203,10 +203,11 @@ func (netTimeout) Error() string   { return "net/http: timeout awaiting response
 func (netTimeout) Timeout() bool   { return true }
 func (netTimeout) Temporary() bool { return true }
 
-// TestAdaptiveBulkheadSamples: answered calls and timeouts are latency
-// samples, which move the limit (here down: 1 call in flight allows at
-// most 5); local rejections, callers gone, and fast transport errors are
-// dropped, and 120 such calls over 2.4 s leave it at initial_limit.
+// TestAdaptiveBulkheadSamples: calls the backend served (a status below
+// 500) are latency samples, which move the limit (here down: 1 call in
+// flight allows at most 5); 5xx answers, timeouts, local rejections,
+// callers gone and transport errors are dropped (LatencySample), and 120
+// such calls over 2.4 s leave it at initial_limit.
 func TestAdaptiveBulkheadSamples(t *testing.T) {
 	const lat = 20 * time.Millisecond
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
@@ -219,12 +220,13 @@ func TestAdaptiveBulkheadSamples(t *testing.T) {
 		sample bool
 	}{
 		{name: "200 answered", step: fakert.Step{Delay: lat}, sample: true},
-		{name: "503 answered", step: fakert.Step{Status: 503, Delay: lat}, sample: true},
-		{name: "timeout layer", step: fakert.Step{Delay: time.Hour}, sample: true,
+		{name: "404 answered", step: fakert.Step{Status: 404, Delay: lat}, sample: true},
+		{name: "503 answered", step: fakert.Step{Status: 503, Delay: lat}},
+		{name: "timeout layer", step: fakert.Step{Delay: time.Hour},
 			wrap: func(rt http.RoundTripper) http.RoundTripper {
 				return middleware.Timeout(lat, middleware.TimeoutOptions{})(rt)
 			}},
-		{name: "transport timeout", step: fakert.Step{Err: netTimeout{}, Delay: lat}, sample: true},
+		{name: "transport timeout", step: fakert.Step{Err: netTimeout{}, Delay: lat}},
 		{name: "caller cancelled", step: fakert.Step{Delay: time.Hour},
 			ctx: func(ctx context.Context) (context.Context, context.CancelFunc) {
 				ctx, cancel := context.WithCancel(ctx)

@@ -101,6 +101,24 @@ func Classify(req *http.Request, resp *http.Response, err error) Outcome {
 	return OutcomeFailure
 }
 
+// LatencySample reports whether a call of req that ended with resp and
+// err, its response body now ended, is a latency sample for the adaptive
+// bulkhead (a permit given back with Record) rather than none (Drop). It
+// is one exactly when Classify says OutcomeSuccess (the backend answered
+// with a status below 500) and the caller was still there when the body
+// ended. Everything else is dropped, by one rule, that a sample is a call
+// the backend served: a status >= 500 or a transport error that came fast
+// would read as a healthy backend, and a slow one says no more than the
+// answered calls beside it; a timeout (a Timeout or AttemptTimeout
+// layer's, or a transport's own) ended the call before the backend did,
+// which is what the limiter's Permit.Drop is documented for; a local
+// rejection never reached the backend; a caller gone, before or during
+// the body, leaves the latency unknown. A nil req is a caller still
+// there. It is safe for concurrent use.
+func LatencySample(req *http.Request, resp *http.Response, err error) bool {
+	return Classify(req, resp, err) == OutcomeSuccess && (req == nil || !callerGone(req.Context()))
+}
+
 // localRejections are the sentinels of the refusals this package makes
 // itself, in the order Rejection tests them.
 var localRejections = [...]error{ErrCircuitOpen, ErrBulkheadFull, ErrRateLimited}
