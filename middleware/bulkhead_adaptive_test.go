@@ -618,3 +618,13 @@ func TestAdaptiveBulkheadWaiterMovesOnUpdate(t *testing.T) {
 		})
 	}
 }
+
+// TestBulkheadAdaptiveBounds: a zero limit stands for its default, the
+// one rule that the bulkhead and config's validation share.
+func TestBulkheadAdaptiveBounds(t *testing.T) {
+	lo, hi, initial := middleware.BulkheadSettings{MaxLimit: 50}.AdaptiveBounds()
+	if lo != middleware.DefaultBulkheadMinLimit || hi != 50 || initial != middleware.DefaultBulkheadInitialLimit {
+		t.Errorf("AdaptiveBounds of {MaxLimit: 50} = %d, %d, %d, want %d, 50, %d", lo, hi, initial,
+			middleware.DefaultBulkheadMinLimit, middleware.DefaultBulkheadInitialLimit)
+	}
+}
