@@ -69,7 +69,7 @@ var keyDocs = map[string]string{
 	"bulkhead.group":          "Clients naming the same group share one pool of slots (their bulkhead settings must be equal). \"\" = the client's own.",
 	"rate_limit.group":        "Clients naming the same group share one limiter (their rate_limit settings must be equal). \"\" = the client's own.",
 	"bulkhead.mode":           "static: the limit is max_concurrent; adaptive: the limit is learned from the calls' latencies (it falls while they grow, rises while they hold), within [min_limit, max_limit] from initial_limit, and switches the bulkhead on. The limit never rises above 5 times the most calls in flight of a recent window, so a quiet client's limit sinks toward that: with max_wait 0 a burst beyond it is refused (bulkhead full); give max_wait room or raise min_limit.",
-	"bulkhead.max_concurrent": "Logical calls in flight at once (mode static). 0 = unlimited. Mode adaptive does not read it.",
+	"bulkhead.max_concurrent": "Logical calls in flight at once (mode static). 0 = unlimited. Mode adaptive does not read it: set beside mode adaptive, it is logged at WARN on every load.",
 	"bulkhead.min_limit":      "Lowest limit mode adaptive learns; >= 1, <= initial_limit.",
 	"bulkhead.max_limit":      "Highest limit mode adaptive learns; >= initial_limit.",
 	"bulkhead.initial_limit":  "Limit mode adaptive starts from, in [min_limit, max_limit]. A reload keeps the learned limit (clamped to new bounds); a switch of mode starts afresh here.",

@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-http/switchboard/internal/atomicfile"
 	"github.com/switchboard-http/switchboard/internal/eventrec"
 	"github.com/switchboard-http/switchboard/internal/fakert"
+	"github.com/switchboard-http/switchboard/internal/logcapture"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -258,4 +259,17 @@ func TestAdaptiveBulkheadLoopbackSlowBackendLowersLimit(t *testing.T) {
 	capacity.Store(2)
 	poll(fmt.Sprintf("below %d, its level before the backend slowed", before), func() bool { return limit() < before })
 	t.Logf("limit %d before the backend slowed, %d now", before, limit())
+}
+
+// TestAdaptiveBulkheadMaxConcurrentWarns: max_concurrent beside mode
+// adaptive, which does not read it, is a WARN at every load naming the
+// key; a static client with it is not.
+func TestAdaptiveBulkheadMaxConcurrentWarns(t *testing.T) {
+	logger, logs := logcapture.New()
+	openFile(t, "clients:\n  billing:\n    bulkhead: {mode: adaptive, max_concurrent: 10}\n  search:\n    bulkhead: {max_concurrent: 10}\n",
+		factory.Options{NoWatch: true, Logger: logger})
+	recs := logs.Records(t, "bulkhead.max_concurrent is set but mode adaptive does not read it: the limit is learned within [min_limit, max_limit]")
+	if len(recs) != 1 || recs[0]["level"] != "WARN" || recs[0]["client"] != "billing" || recs[0]["key"] != "clients.billing.bulkhead.max_concurrent" {
+		t.Fatalf("got %v, want one WARN for client billing naming clients.billing.bulkhead.max_concurrent", recs)
+	}
 }
