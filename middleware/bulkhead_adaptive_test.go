@@ -628,3 +628,68 @@ func TestBulkheadAdaptiveBounds(t *testing.T) {
 			middleware.DefaultBulkheadMinLimit, middleware.DefaultBulkheadInitialLimit)
 	}
 }
+
+// rtFunc adapts a function to http.RoundTripper.
+type rtFunc func(*http.Request) (*http.Response, error)
+
+func (f rtFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// TestBulkheadContractInBothModes: in each mode, with a limit of 1, a
+// layer below that panics or returns neither a response nor an error
+// gives the slot back (the next call is admitted, InUse is 0), and a call
+// refused has its request body closed.
+func TestBulkheadContractInBothModes(t *testing.T) {
+	modes := map[string]middleware.BulkheadSettings{
+		"static":   {MaxConcurrent: 1},
+		"adaptive": {Mode: middleware.BulkheadAdaptive, MinLimit: 1, MaxLimit: 1, InitialLimit: 1},
+	}
+	for name, s := range modes {
+		t.Run(name, func(t *testing.T) {
+			bh := middleware.NewBulkhead(s, middleware.BulkheadOptions{})
+			ok := bh.Middleware()(fakert.New(fakert.Step{Body: "x"}))
+			free := func(what string) {
+				t.Helper()
+				if n := bh.InUse(); n != 0 {
+					t.Fatalf("after %s: InUse %d, want 0", what, n)
+				}
+				resp, err := getVia(t.Context(), ok)
+				if err != nil {
+					t.Fatalf("after %s: the next call: %v, want admitted", what, err)
+				}
+				resp.Body.Close()
+			}
+
+			panics := bh.Middleware()(rtFunc(func(*http.Request) (*http.Response, error) { panic("below") }))
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Error("the panic below did not reach the caller")
+					}
+				}()
+				getVia(t.Context(), panics)
+			}()
+			free("a panic below")
+
+			neither := bh.Middleware()(rtFunc(func(*http.Request) (*http.Response, error) { return nil, nil }))
+			if resp, err := getVia(t.Context(), neither); resp != nil || err == nil {
+				t.Errorf("neither response nor error below: got %v, %v, want an error", resp, err)
+			}
+			free("neither a response nor an error")
+
+			held, err := getVia(t.Context(), ok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := &limTrackedBody{Reader: strings.NewReader("payload")}
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://svc.test/", body)
+			if _, err := ok.RoundTrip(req); !errors.Is(err, middleware.ErrBulkheadFull) {
+				t.Fatalf("with the slot held: err %v, want ErrBulkheadFull", err)
+			}
+			if !body.isClosed() {
+				t.Error("request body not closed on refusal")
+			}
+			held.Body.Close()
+			free("the held call ended")
+		})
+	}
+}
