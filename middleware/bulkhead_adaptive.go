@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -161,9 +162,12 @@ func (b *Bulkhead) limitMoved(n int) {
 	}
 }
 
-// adaptiveCall is one call holding a permit; end runs when its response
-// body ends.
+// adaptiveCall is one call holding a permit, and the wrapper of its
+// response body (endBody, embedded): bodyEnded runs when the body ends.
+// One allocation per call beside the limiter's permit, where a closure
+// given to OnBodyEnd would cost two more.
 type adaptiveCall struct {
+	endBody
 	b    *Bulkhead
 	g    *adaptiveGen
 	p    adaptivelimiter.Permit
@@ -171,9 +175,9 @@ type adaptiveCall struct {
 	resp *http.Response
 }
 
-// end gives the permit back once the body ended, a sample or not by
-// LatencySample.
-func (c *adaptiveCall) end() { c.b.endAdaptive(c.g, c.p, LatencySample(c.req, c.resp, nil)) }
+// bodyEnded gives the permit back once the body ended, a sample or not
+// by LatencySample.
+func (c *adaptiveCall) bodyEnded() { c.b.endAdaptive(c.g, c.p, LatencySample(c.req, c.resp, nil)) }
 
 // roundTripAdaptive is RoundTrip in mode adaptive.
 func (t *bulkheadRT) roundTripAdaptive(req *http.Request) (*http.Response, error) {
@@ -205,7 +209,19 @@ func (t *bulkheadRT) roundTripAdaptive(req *http.Request) (*http.Response, error
 		return nil, errors.New("switchboard: round tripper returned neither a response nor an error")
 	}
 	c := &adaptiveCall{b: b, g: g, p: p, req: req, resp: resp}
-	endAfterBody(resp, c.end) // an empty body ends the call now
+	switch body := resp.Body; body.(type) {
+	case nil:
+		c.bodyEnded() // nothing to read: the call ends now
+	case io.ReadWriteCloser: // a 101's connection must stay an io.Writer
+		endAfterBody(resp, c.bodyEnded)
+	default:
+		if body == http.NoBody {
+			c.bodyEnded()
+			break
+		}
+		c.rc, c.ender = body, c
+		resp.Body = c
+	}
 	return resp, nil
 }
 
