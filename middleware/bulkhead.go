@@ -189,7 +189,8 @@ func (b *Bulkhead) Limit() int {
 // safe for concurrent use.
 //
 // It keeps the RoundTripper contract: it passes the caller's request on
-// unchanged, closes the request body when it rejects a request without
+// unchanged (in mode adaptive, a Request.WithContext copy whose context
+// carries the marker of local waits that LatencySample reads), closes the request body when it rejects a request without
 // passing it on, and returns a response or an error, never both nil. The
 // response body is wrapped so that closing it (or reading it to its end)
 // frees the slot, exactly once; a body that is also an io.Writer (a 101

@@ -168,11 +168,12 @@ func (b *Bulkhead) limitMoved(n int) {
 // given to OnBodyEnd would cost two more.
 type adaptiveCall struct {
 	endBody
-	b    *Bulkhead
-	g    *adaptiveGen
-	p    adaptivelimiter.Permit
-	req  *http.Request
-	resp *http.Response
+	b      *Bulkhead
+	g      *adaptiveGen
+	p      adaptivelimiter.Permit
+	req    *http.Request // as passed below, with the marker
+	resp   *http.Response
+	waited atomic.Bool // the marker: set when the call waited below
 }
 
 // bodyEnded gives the permit back once the body ended, a sample or not
@@ -192,6 +193,12 @@ func (t *bulkheadRT) roundTripAdaptive(req *http.Request) (*http.Response, error
 		}
 		return nil, err
 	}
+	// The call's context carries the marker of local waits below (see
+	// LatencySample), in the call's own allocation: next gets a
+	// WithContext copy of req.
+	c := &adaptiveCall{b: b, g: g, p: p}
+	req = req.WithContext(context.WithValue(req.Context(), localWaitKey{}, &c.waited))
+	c.req = req
 	held := true
 	defer func() {
 		if held { // next panicked: do not leak the permit
@@ -208,7 +215,7 @@ func (t *bulkheadRT) roundTripAdaptive(req *http.Request) (*http.Response, error
 		b.endAdaptive(g, p, false)
 		return nil, errors.New("switchboard: round tripper returned neither a response nor an error")
 	}
-	c := &adaptiveCall{b: b, g: g, p: p, req: req, resp: resp}
+	c.resp = resp
 	switch body := resp.Body; body.(type) {
 	case nil:
 		c.bodyEnded() // nothing to read: the call ends now

@@ -215,6 +215,7 @@ func TestAdaptiveBulkheadSamples(t *testing.T) {
 		name   string
 		step   fakert.Step
 		wrap   func(http.RoundTripper) http.RoundTripper // outside the bulkhead
+		below  func(http.RoundTripper) http.RoundTripper // between the bulkhead and the backend
 		ctx    func(context.Context) (context.Context, context.CancelFunc)
 		cancel bool // the caller cancels after the response, before closing the body
 		sample bool
@@ -238,12 +239,20 @@ func TestAdaptiveBulkheadSamples(t *testing.T) {
 		{name: "caller gone before the body ended", step: fakert.Step{Body: "ok", Delay: lat}, cancel: true},
 		{name: "connection refused", step: fakert.Step{Err: refused, Delay: lat}},
 		{name: "local rejection below", step: fakert.Step{Err: middleware.ErrRateLimited, Delay: lat}},
+		{name: "waited for a rate-limit token below", step: fakert.Step{Delay: lat},
+			below: func(rt http.RoundTripper) http.RoundTripper {
+				return middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 10, Burst: 1}, middleware.RateLimitOptions{}).Middleware()(rt)
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				bh := middleware.NewBulkhead(adaptiveBulkhead(1, 200, 20), middleware.BulkheadOptions{})
-				rt := bh.Middleware()(fakert.New(tt.step))
+				var be http.RoundTripper = fakert.New(tt.step)
+				if tt.below != nil {
+					be = tt.below(be)
+				}
+				rt := bh.Middleware()(be)
 				if tt.wrap != nil {
 					rt = tt.wrap(rt)
 				}

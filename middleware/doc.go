@@ -99,7 +99,8 @@
 // calls it admits, by the same classification, in one function beside
 // Classify (LatencySample): a call is a latency sample only when it is
 // OutcomeSuccess (the backend served it) and its caller was still there
-// when the body ended; OutcomeFailure (a status >= 500, a transport error,
+// when the body ended, and which did not wait in this process below the
+// bulkhead (a retry's backoff, a rate-limit wait); OutcomeFailure (a status >= 500, a transport error,
 // any timeout: the limiter's Drop is for calls ended early), and
 // OutcomeRejected, OutcomeCallerGone and OutcomePermanent are dropped.
 //
