@@ -48,6 +48,11 @@ type ClientConfig struct {
 	// share one trip through the pipeline; off by default. Client-level
 	// only: routes cannot set it.
 	Coalesce middleware.CoalesceSettings `koanf:"coalesce" json:"coalesce"`
+	// Deadline sends each attempt's time left to the backend in a header.
+	// It is the client's: a route cannot set it (the header a backend
+	// reads is the backend's, and the value already follows the route's
+	// timeout and attempt_timeout).
+	Deadline middleware.DeadlineSettings `koanf:"deadline" json:"deadline"`
 	// Routes maps http.ServeMux patterns to the effective settings of the
 	// calls they match (see RouteConfig); a call that matches none runs
 	// with the client's. Nil means no routes. Only a `clients.<name>`
@@ -132,5 +137,6 @@ func Default() ClientConfig {
 		Hedge:          middleware.DefaultHedgeSettings(),
 		Fault:          middleware.DefaultFaultSettings(),
 		Coalesce:       middleware.DefaultCoalesceSettings(),
+		Deadline:       middleware.DefaultDeadlineSettings(),
 	}
 }

@@ -49,6 +49,9 @@ var keyDocs = map[string]string{
 	"retry.rate_limited.multiplier":      "Growth factor after a 429 without Retry-After. 0 = the main multiplier.",
 	"retry.rate_limited.jitter":          "Jitter after a 429 without Retry-After. \"\" = the main jitter.",
 	"retry.attempt_header":               "Header set on every attempt to its number (1, 2, …), e.g. X-Attempt. \"\" = none.",
+	"retry.idempotency_key.enabled":      "Send an idempotency key with every call of the listed methods, and retry and hedge those methods like idempotent ones (every other gate still applies): one key per logical call, a UUIDv4 from crypto/rand, the same on every retry and hedged copy. A key the caller set is kept.",
+	"retry.idempotency_key.header":       "Header that carries the key. \"\" = Idempotency-Key.",
+	"retry.idempotency_key.methods":      "Methods that get a key and become retryable when enabled; a list replaces the default set. [] = none.",
 	"retry.budget.ratio":                 "Share of first attempts that retries may add across all calls (0.2 = 20%).",
 	"retry.budget.min_per_second":        "Retries a second that are always allowed, whatever the ratio.",
 	"retry.budget.ttl":                   "How long a first attempt counts towards the budget. 0 = budget off (every retry allowed).",
@@ -110,8 +113,10 @@ var keyDocs = map[string]string{
 
 	"coalesce.enabled":      "Concurrent identical calls (same method, URL after base_url, listed header values) share one trip through the pipeline: retries, breaker, bulkhead and rate limit see one call, and each caller gets its own copy of the answer. The trip runs on a goroutine of its own. Client-level: routes cannot set it.",
 	"coalesce.methods":      "Methods whose calls are coalesced. A call with a body, or asking for an upgrade, never is. [] = none.",
-	"coalesce.vary_headers": "Request headers whose values are part of a call's identity (hashed, never kept in clear); Range and the conditional headers always are. List every header that changes the answer (Cookie, a tenant header): callers that differ only in an unlisted one share one answer. [] = method and URL only.",
+	"coalesce.vary_headers": "Request headers whose values are part of a call's identity (hashed, never kept in clear; names case-insensitive); Cookie, Proxy-Authorization, Range and the conditional headers always are. List every other header that changes the answer (a tenant header, rate_limit.per_header's): callers that differ only in an unlisted one share one answer. [] = method, URL and the headers always counted.",
 	"coalesce.max_body":     "Largest response body, in bytes, shared with every caller; a larger answer goes to the first caller as a stream and the others send their own requests. 0 = only answers without a body are shared.",
+	"deadline.header":       "Header that carries each attempt's time left until its deadline (the tighter of attempt_timeout, timeout and the caller's context), rounded down, e.g. X-Request-Timeout-Ms or grpc-timeout. No deadline: no header; a passed one: 0. A header the caller set is kept. Clients only, not routes. \"\" = none.",
+	"deadline.format":       "How the time left is written: ms (whole milliseconds), seconds (whole seconds), grpc (grpc-timeout: at most 8 digits and a unit H, M, S, m, u or n, the finest that fits).",
 }
 
 // keyFormats are the syntaxes of keys that their type and tags do not say,
@@ -123,6 +128,9 @@ var keyFormats = map[string]struct{ pattern, allowed string }{
 	"retry.retryable_methods":       {"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", "HTTP methods"},
 	"coalesce.methods":              {"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", "HTTP methods"},
 	"coalesce.vary_headers":         {headerNamePattern, "header names"},
+	"retry.idempotency_key.methods": {"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", "HTTP methods"},
+	"retry.idempotency_key.header":  {"^$|" + headerNamePattern, "header name"},
+	"deadline.header":               {"^$|" + headerNamePattern, "header name"},
 	"transport.proxy_url":           {`^$|^(http|https|socks5)://[^/?#\s]+`, "http, https or socks5 URL"},
 	"base_url":                      {`^$|^[hH][tT][tT][pP][sS]?://[^/?#@\s]+[^?#\s]*$`, "http or https URL"},
 	"auth.host":                     {`^[^/?#@ ]*$`, "host[:port]"},

@@ -65,7 +65,7 @@ func TestKeysDocumented(t *testing.T) {
 func TestKeysAllowedAgreesWithValidate(t *testing.T) {
 	for _, k := range config.Keys() {
 		switch k.Path {
-		case "retry.retryable_methods", "transport.proxy_url", "auth.host", "headers", "base_url", "coalesce.methods", "coalesce.vary_headers":
+		case "retry.retryable_methods", "retry.idempotency_key.methods", "transport.proxy_url", "auth.host", "headers", "base_url", "coalesce.methods", "coalesce.vary_headers":
 			continue // syntax, not a range: covered by the schema tests and validate_test.go
 		}
 		if k.Allowed == "" {
@@ -129,6 +129,8 @@ func edges(t *testing.T, k config.Key) (good, bad []string) {
 		return []string{"200", "599"}, []string{"199", "600"}
 	case a == "0..100":
 		return []string{"0", "12.5", "100"}, []string{"-1", "100.5"}
+	case a == "header name":
+		return []string{"", "X-Request-Timeout-Ms", "grpc-timeout"}, []string{"bad header", "X-a:b"}
 	}
 	t.Fatalf("key %s: no edges for Allowed %q", k.Path, a)
 	return nil, nil

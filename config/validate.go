@@ -21,7 +21,9 @@ import (
 // minimum_calls, half_open_max_requests and success_threshold >= 1; a
 // positive breaker window), enumerations (jitter, circuit_breaker.mode and
 // scope, logging.level, tls.min_version; "" stands for the default),
-// syntax (retryable_methods and header names are HTTP tokens, proxy_url an
+// syntax (retryable_methods, retry.idempotency_key.methods and header
+// names — headers, attempt_header, idempotency_key.header, deadline.header,
+// per_header, fault.header — are HTTP tokens, proxy_url an
 // http, https or socks5 URL, base_url an http or https URL with neither
 // userinfo, query nor fragment, auth.host a bare host[:port]), contradictions
 // (attempt_timeout >= timeout, initial_backoff > max_backoff, the same in
@@ -109,6 +111,9 @@ func validateClient(prefix string, c ClientConfig, strict bool) []*FieldError {
 		if !isToken(h) {
 			v.fail("coalesce.vary_headers", "item %d must be an HTTP header name, got %s", i+1, quoteShort(h))
 		}
+	}
+	if h := c.Deadline.Header; h != "" && !isToken(h) {
+		v.fail("deadline.header", "must be an HTTP header name, got %s", quoteShort(h))
 	}
 	validateRoutes(v, c, strict, slices.Clone(v.errs))
 	return v.errs
@@ -215,6 +220,14 @@ func validateRetry(v *validator, r middleware.RetrySettings, timeout time.Durati
 	}
 	if r.AttemptHeader != "" && !isToken(r.AttemptHeader) {
 		v.fail("retry.attempt_header", "must be an HTTP header name, got %s", quoteShort(r.AttemptHeader))
+	}
+	if h := r.IdempotencyKey.Header; h != "" && !isToken(h) {
+		v.fail("retry.idempotency_key.header", "must be an HTTP header name, got %s", quoteShort(h))
+	}
+	for i, m := range r.IdempotencyKey.Methods {
+		if !isToken(m) {
+			v.fail("retry.idempotency_key.methods", "item %d must be an HTTP method, got %s", i+1, quoteShort(m))
+		}
 	}
 }
 

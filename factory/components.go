@@ -16,9 +16,11 @@ import (
 // stateful component is one row here, its field in pipeline and its layer
 // in chain; docs/architecture.md has the checklist.
 
-// The components of a pipeline, in pipeline order (but base_url, listed
-// last though it runs first), as ComponentPlan names
-// them. Each covers the keys under the key path of the same name, except
+// The components of a pipeline, in pipeline order (but base_url, coalesce
+// and deadline, added later and listed last, in the order they were added:
+// base_url runs first, coalesce just inside code's Outer middleware and
+// deadline just above headers), as ComponentPlan names them. Each covers
+// the keys under the key path of the same name, except
 // "retry" (retry.* but not retry.budget.*), "budget" (retry.budget.*) and
 // "transport" (transport.* and tls.*) and "routes" (every key of every
 // route, routes."<pattern>".*: a route's layers are stateless and rebuilt,
@@ -39,6 +41,7 @@ const (
 	ComponentRoutes    = "routes"
 	ComponentBaseURL   = "base_url" // outermost, but listed last (see components)
 	ComponentCoalesce  = "coalesce" // below code's Outer middleware, listed after base_url (see components)
+	ComponentDeadline  = "deadline" // between rate_limit and headers, listed after coalesce (see components)
 )
 
 // components lists every component in pipeline order. A row without
@@ -163,6 +166,11 @@ var components = []component{
 	// the swap start trips in the new layer, so for a moment an old trip
 	// and a new one of the same identity may both be under way.
 	{name: ComponentCoalesce, keys: []string{"coalesce"}},
+	// deadline (PropagateDeadline) runs between the rate limit and
+	// headers, after any wait for a token, and is listed last for the same
+	// reason. It is the client's: a route runs the client's deadline layer
+	// (routes cannot set deadline.*).
+	{name: ComponentDeadline, keys: []string{"deadline"}},
 }
 
 // Stateful reports whether the named component (one of the Component…

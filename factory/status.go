@@ -108,8 +108,9 @@ type ClientStatus struct {
 	Rejections uint64 `json:"rejections"`
 	// CoalesceJoined counts the client's calls, since the registry was
 	// made (across reloads), that joined a coalesced trip already under
-	// way instead of sending their own (coalesce.enabled): each is also
-	// one of Calls. 0 while coalescing is off.
+	// way (coalesce.enabled), as they join: one that then left, or sent
+	// its own request for an answer over max_body, counts too. Each is
+	// also one of Calls. 0 while coalescing is off.
 	CoalesceJoined uint64 `json:"coalesce_joined"`
 	// BreakerProbeIn maps each open breaker, keyed as Breaker, to how long
 	// until it lets its next probe through; breakers that are not open

@@ -10,7 +10,8 @@ import (
 // attemptRequest returns the request that attempt n of a call sends, for
 // Retry and Hedge: the caller's req with ctx (nil: req's own context) and
 // the attempt's body and length (rb nil: req's own body, as is), marked
-// with the attempt header if one is configured. req is never changed.
+// with the attempt header if one is configured and with key, the call's
+// idempotency key, unless it is "". req is never changed.
 //
 // The rule, one place for both layers: without ReadOnlyBelow every attempt
 // is its own Request.Clone (its own Header, URL, path values), which the
@@ -18,20 +19,20 @@ import (
 // this layer changes something, as net/http's client does:
 //
 //   - nothing differs (the first attempt, with the caller's context and
-//     body, and no attempt header): req itself;
+//     body, no attempt header and no key to add): req itself;
 //   - the context or the body differs (a retry's mark, a hedged copy's
 //     cancel, a buffered or GetBody body): a shallow copy
 //     (Request.WithContext) sharing the caller's Header, URL and path
 //     values, which everything below only reads;
-//   - an attempt header: that shallow copy with its own Header
-//     (Header.Clone), to which the header is added.
+//   - an attempt header or a key: that shallow copy with its own Header
+//     (Header.Clone), to which they are added.
 //
 // Hedged copies run concurrently: each has its own context, so each gets
 // its own shallow copy, and what the copies share they only read; a layer
 // below that must change a request copies it first (Headers, Auth and the
 // factory's connection-age marker do), and the factory asks for a clone
 // per attempt when code adds attempt middleware, which may write.
-func (p *retryPolicy) attemptRequest(req *http.Request, ctx context.Context, rb *replay, body io.ReadCloser, length int64, n int) *http.Request {
+func (p *retryPolicy) attemptRequest(req *http.Request, ctx context.Context, rb *replay, body io.ReadCloser, length int64, n int, key string) *http.Request {
 	ownCtx := ctx == nil
 	if ownCtx {
 		ctx = req.Context()
@@ -41,11 +42,11 @@ func (p *retryPolicy) attemptRequest(req *http.Request, ctx context.Context, rb 
 	switch {
 	case !p.readOnly:
 		areq = req.Clone(ctx)
-	case ownCtx && ownBody && p.header == "":
+	case ownCtx && ownBody && p.header == "" && key == "":
 		return req
 	default:
 		areq = req.WithContext(ctx)
-		if p.header != "" {
+		if p.header != "" || key != "" {
 			areq.Header = req.Header.Clone()
 		}
 	}
@@ -56,6 +57,12 @@ func (p *retryPolicy) attemptRequest(req *http.Request, ctx context.Context, rb 
 		}
 	}
 	p.markAttempt(areq, n)
+	if key != "" {
+		if areq.Header == nil {
+			areq.Header = make(http.Header, 1)
+		}
+		areq.Header[p.idem.header] = []string{key}
+	}
 	return areq
 }
 

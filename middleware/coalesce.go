@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/http/httptrace"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -21,7 +23,8 @@ import (
 // value emits no events and counts nothing.
 type CoalesceOptions struct {
 	// Events receives coalesce.joined, once per caller that joined a trip
-	// already under way (Debug).
+	// already under way (Debug); its Logger also gets, at Error, a trip's
+	// panic that came when every caller had gone.
 	Events *Events
 	// Joined, when not nil, counts the callers that joined a trip already
 	// under way (one atomic add each): the factory's cumulative count for
@@ -29,11 +32,15 @@ type CoalesceOptions struct {
 	Joined *atomic.Uint64
 }
 
-// conditionalHeaders are part of every call's identity, whatever
-// CoalesceSettings.VaryHeaders says: they change what the answer is (a 206
-// for a Range, a 304 or 412 for a condition), not only how it is shown,
-// so that no caller gets an answer to a question it did not ask.
-var conditionalHeaders = []string{"Range", "If-Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since"}
+// alwaysVary are part of every call's identity, whatever
+// CoalesceSettings.VaryHeaders says. Cookie and Proxy-Authorization say
+// who asks (an http.Client's Jar adds cookies above every transport, so
+// no vary list written for the layer would see them coming): two users
+// never share an answer by them. Range and the conditional headers change
+// what the answer is (a 206 for a Range, a 304 or 412 for a condition),
+// not only how it is shown, so that no caller gets an answer to a
+// question it did not ask.
+var alwaysVary = []string{"Cookie", "Proxy-Authorization", "Range", "If-Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since"}
 
 // Coalesce returns the middleware that lets concurrent identical calls
 // share one trip through the layers below it, on
@@ -45,10 +52,14 @@ var conditionalHeaders = []string{"Range", "If-Range", "If-Match", "If-None-Matc
 //
 // A call is coalesced when its method is one of s.Methods, it has no body
 // (Body nil or http.NoBody, and ContentLength 0), it asks for no protocol
-// upgrade (no Upgrade header) and, on a redirect hop, its chain back to
+// upgrade (no Upgrade header), its context carries no
+// httptrace.ClientTrace (whose hooks would run for one caller only, on the
+// trip's goroutine, even after that caller returned) and, on a redirect
+// hop, its chain back to
 // the first request is intact (Redirects). Its identity is a SHA-256 digest
 // of its method, URL (as resolved above: base_url), Host, the values of
-// s.VaryHeaders and of the Range and conditional headers, the URLs of the
+// s.VaryHeaders and, always, of Cookie, Proxy-Authorization, Range and the
+// conditional headers (names matched case-insensitively), the URLs of the
 // earlier hops of its redirect chain (the layers below decide credentials
 // by them) and its Overrides; secret header values are in the digest
 // only, never kept in clear. Every other call passes through untouched.
@@ -63,25 +74,35 @@ var conditionalHeaders = []string{"Range", "If-Range", "If-Match", "If-None-Matc
 // is shared: each caller gets its own *http.Response, a copy with its own
 // Header and Trailer (Clone), a body of its own over the shared bytes,
 // and its own request as Request. An error, the same value, goes to every
-// caller; a panic below is re-raised in every caller's goroutine, as it
-// would have been without coalescing (DoChan would crash the process).
+// caller; a panic below is raised again in every caller's goroutine, as it
+// would have been without coalescing (DoChan would crash the process), as
+// an error that holds the value and the stack where it happened (Unwrap
+// gives the value when it is an error); when every caller has gone, it is
+// logged at Error to Options.Events' Logger instead.
 //
 // An answer larger than MaxBody is not shared: the first caller (or, if it
 // left, the first caller to take the answer) gets it whole, the buffered bytes
-// and then the rest of the stream, and its cancellation now ends that
+// and then the rest of the stream, with the trip's own Trailer map (net/http
+// fills it in at the end of the body), and its cancellation now ends that
 // read; every other caller sends its own request below, uncoalesced. A
 // body that failed while it was buffered is shared as such: each caller
 // reads the bytes that came, then the error.
 //
 // A caller whose context ends stops waiting at once and gets its
-// context's error, whoever it is, the first caller too; the trip goes on
-// for the others. When the last caller leaves, the trip's context is
-// cancelled (the layers below end it) and a new call starts a new trip.
-// The total timeout below bounds every trip.
+// context's error (and its cause, context.Cause, when it has one),
+// whoever it is, the first caller too; the trip goes on for the others;
+// a caller whose context ended just as the answer came leaves too (a
+// large answer's stream then goes to a caller still waiting). When the
+// last caller leaves, the trip's context is cancelled (the layers below
+// end it) and a new call starts a new trip. The total timeout below
+// bounds every trip, from the trip's start: a caller that joins late
+// inherits the trip's age and may get the timeout sooner than its own
+// call alone would have.
 //
 // With s.Enabled false it returns its next RoundTripper itself: no
 // goroutine, no change. The caller's request is never changed; the trip's
-// request is a Request.WithContext copy of the first caller's. It is safe
+// request is a Request.Clone of the first caller's (its own Header and
+// URL). It is safe
 // for concurrent use.
 func Coalesce(s CoalesceSettings, o CoalesceOptions) Middleware {
 	if !s.Enabled {
@@ -94,8 +115,8 @@ func Coalesce(s CoalesceSettings, o CoalesceOptions) Middleware {
 	if vary == nil {
 		vary = DefaultCoalesceVaryHeaders()
 	}
-	keys := make([]string, 0, len(vary)+len(conditionalHeaders))
-	for _, h := range append(slices.Clone(vary), conditionalHeaders...) {
+	keys := make([]string, 0, len(vary)+len(alwaysVary))
+	for _, h := range append(slices.Clone(vary), alwaysVary...) {
 		if k := http.CanonicalHeaderKey(h); !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
@@ -139,9 +160,11 @@ type trip struct {
 	cancel context.CancelFunc
 
 	// Guarded by coalescer.mu.
-	waiters int            // callers waiting for it
-	leading bool           // its first caller is among them
-	stream  *http.Response // an answer over maxBody that no caller took yet
+	waiters  int            // callers waiting for it
+	leading  bool           // its first caller is among them
+	stream   *http.Response // an answer over maxBody that no caller took yet
+	panicked *coalescePanic // the trip's panic, once it ended so; nil if none
+	raised   bool           // a caller raised panicked again
 }
 
 // shared is what a trip hands every caller: the answer (its Body unused)
@@ -149,10 +172,28 @@ type trip struct {
 type shared struct {
 	resp    *http.Response
 	body    []byte
-	err     error // the trip's error; resp is nil then
-	bodyErr error // reading the body failed after body
-	large   bool  // the body is over maxBody: resp.Body is the rest of the stream
-	panic   any   // the value a layer below panicked with; nil if none
+	err     error          // the trip's error; resp is nil then
+	bodyErr error          // reading the body failed after body
+	large   bool           // the body is over maxBody: resp.Body is the rest of the stream
+	panic   *coalescePanic // a layer below panicked; nil if none
+}
+
+// coalescePanic is a panic below a coalesced trip, recovered on the
+// trip's goroutine and raised again in each caller's, whose own stack
+// does not show where it happened: it keeps the value and that stack, as
+// singleflight's panicError does (Do's, which DoChan cannot give: it
+// would crash the process). Error is the value and the stack; Unwrap is
+// the value when it is an error.
+type coalescePanic struct {
+	value any
+	stack []byte
+}
+
+func (p *coalescePanic) Error() string { return fmt.Sprintf("%v\n\n%s", p.value, p.stack) }
+
+func (p *coalescePanic) Unwrap() error {
+	err, _ := p.value.(error)
+	return err
 }
 
 func (c *coalescer) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -171,19 +212,42 @@ func (c *coalescer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	t.waiters++
 	// DoChan runs fn only when no call for key is under way, which is
-	// exactly when t is new (see coalescer).
-	ch := c.g.DoChan(key, func() (any, error) { return c.run(key, t, req.WithContext(t.ctx)), nil })
+	// exactly when t is new (see coalescer). The trip gets a deep copy
+	// (Clone): a first caller that leaves owns its request again and may
+	// change its Header or URL while the layers below still read the
+	// trip's.
+	ch := c.g.DoChan(key, func() (any, error) { return c.run(key, t, req.Clone(t.ctx)), nil })
 	c.mu.Unlock()
 	if joined {
 		c.join(req)
 	}
 	select {
 	case res := <-ch:
-		return c.deliver(req, t, !joined, res.Val.(*shared))
+		sh := res.Val.(*shared)
+		if ctx.Err() == nil {
+			return c.deliver(req, t, !joined, sh)
+		}
+		// Gone just as the answer came (select picks either): this
+		// caller leaves as if it had been first, so that a large answer's
+		// stream goes to a caller still waiting, or is closed, and a panic
+		// is raised by a caller still waiting, or logged.
+		c.leave(key, t, !joined)
+		return nil, waitErr(ctx)
 	case <-ctx.Done():
 		c.leave(key, t, !joined)
-		return nil, fmt.Errorf("switchboard: waiting for a coalesced call: %w", ctx.Err())
+		return nil, waitErr(ctx)
 	}
+}
+
+// waitErr is the error of a caller whose context ended while it waited:
+// the context's error and, when it ended with a cause of its own
+// (context.WithCancelCause, WithTimeoutCause), that cause, both wrapped.
+func waitErr(ctx context.Context) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == err {
+		return fmt.Errorf("switchboard: waiting for a coalesced call: %w", err)
+	}
+	return fmt.Errorf("switchboard: waiting for a coalesced call: %w: %w", err, cause)
 }
 
 // identity returns the digest that names req's call, and false when req is
@@ -197,6 +261,12 @@ func (c *coalescer) identity(req *http.Request) (string, bool) {
 		(req.Body != nil && req.Body != http.NoBody) || req.ContentLength != 0 || req.Header.Get("Upgrade") != "" {
 		return "", false
 	}
+	// A caller's httptrace.ClientTrace would travel with the trip's
+	// context values: its hooks would run on the trip's goroutine after
+	// that caller returned, and the others' would never run.
+	if httptrace.ContextClientTrace(req.Context()) != nil {
+		return "", false
+	}
 	// Every part goes in with its length, so no two different calls write
 	// the same bytes; the buffer, which may hold credentials, is cleared
 	// once hashed.
@@ -205,8 +275,23 @@ func (c *coalescer) identity(req *http.Request) (string, bool) {
 	field(method)
 	field(req.URL.String())
 	field(req.Host)
+	// A header set under a name that is not canonical (Header["cookie"])
+	// is sent as well: its values count under the canonical name, in the
+	// order of the names (the map's order is random).
+	var odd []string
+	for k := range req.Header {
+		if http.CanonicalHeaderKey(k) != k {
+			odd = append(odd, k)
+		}
+	}
+	slices.Sort(odd)
 	for _, h := range c.headers {
 		vs := req.Header[h]
+		for _, k := range odd {
+			if http.CanonicalHeaderKey(k) == h {
+				vs = append(slices.Clip(vs), req.Header[k]...)
+			}
+		}
 		b = binary.AppendUvarint(b, uint64(len(vs)))
 		for _, v := range vs {
 			field(v)
@@ -260,7 +345,7 @@ func (c *coalescer) run(key string, t *trip, req *http.Request) (sh *shared) {
 			if sh.resp != nil {
 				sh.resp.Body.Close()
 			}
-			*sh = shared{panic: v}
+			*sh = shared{panic: &coalescePanic{value: v, stack: debug.Stack()}}
 		}
 	}()
 	resp, err := c.next.RoundTrip(req)
@@ -293,7 +378,12 @@ func (c *coalescer) finish(key string, t *trip, sh *shared) {
 	if keep {
 		t.stream = sh.resp
 	}
+	t.panicked = sh.panic
+	lost := sh.panic != nil && t.waiters == 0
 	c.mu.Unlock()
+	if lost {
+		c.logPanic(t.ctx, sh.panic)
+	}
 	if sh.large && !keep {
 		sh.resp.Body.Close()
 	}
@@ -313,16 +403,23 @@ func (c *coalescer) leave(key string, t *trip, lead bool) {
 	}
 	last := t.waiters == 0
 	var stream *http.Response
+	var lost *coalescePanic
 	if last {
 		if c.trips[key] == t {
 			delete(c.trips, key)
 			c.g.Forget(key)
 		}
 		stream, t.stream = t.stream, nil
+		if !t.raised {
+			lost = t.panicked
+		}
 	}
 	c.mu.Unlock()
 	if stream != nil {
 		stream.Body.Close()
+	}
+	if lost != nil {
+		c.logPanic(t.ctx, lost)
 	}
 	if last {
 		t.cancel()
@@ -342,6 +439,9 @@ func (c *coalescer) deliver(req *http.Request, t *trip, lead bool, sh *shared) (
 	if lead {
 		t.leading = false
 	}
+	if sh.panic != nil {
+		t.raised = true
+	}
 	c.mu.Unlock()
 	switch {
 	case sh.panic != nil:
@@ -356,6 +456,12 @@ func (c *coalescer) deliver(req *http.Request, t *trip, lead bool, sh *shared) (
 	*r = *sh.resp
 	r.Header = sh.resp.Header.Clone()
 	r.Trailer = sh.resp.Trailer.Clone()
+	if stream != nil {
+		// net/http fills the trailers into the trip's response's own map
+		// at the end of its body, which this caller reads: a copy made
+		// now would stay empty. The whole answer is this caller's.
+		r.Trailer = sh.resp.Trailer
+	}
 	r.TransferEncoding = slices.Clone(sh.resp.TransferEncoding)
 	r.Request = withCallStart(req, sh.resp.Request)
 	switch {
@@ -388,6 +494,17 @@ func (b *streamBody) Close() error {
 	err := b.rc.Close()
 	b.once.Do(b.end)
 	return err
+}
+
+// logPanic logs, at Error, a trip's panic that no caller is left to
+// raise again: every caller had gone when it came. It is not an event
+// (logging.events does not filter it): like a panic, it is never routine.
+func (c *coalescer) logPanic(ctx context.Context, p *coalescePanic) {
+	if c.ev == nil || c.ev.Logger == nil || !c.ev.Logger.Enabled(ctx, slog.LevelError) {
+		return
+	}
+	c.ev.Logger.LogAttrs(ctx, slog.LevelError, "switchboard: a coalesced trip panicked after every caller had gone",
+		slog.String("client", c.ev.Client), slog.String("panic", fmt.Sprint(p.value)), slog.String("stack", string(p.stack)))
 }
 
 // errReader fails every read with err.

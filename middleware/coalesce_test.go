@@ -3,8 +3,13 @@ package middleware_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +18,7 @@ import (
 	"time"
 
 	"github.com/switchboard-http/switchboard/internal/fakert"
+	"github.com/switchboard-http/switchboard/internal/logcapture"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -144,6 +150,11 @@ func TestCoalesceIdentity(t *testing.T) {
 		{"authorization differs", withHeader("Authorization", "Bearer a"), withHeader("Authorization", "Bearer b"), false},
 		{"accept differs", withHeader("Accept", "text/csv"), withHeader("Accept", "application/json"), false},
 		{"unlisted header differs", withHeader("X-Trace", "1"), withHeader("X-Trace", "2"), true},
+		{"cookie always counts", withHeader("Cookie", "session=alice"), withHeader("Cookie", "session=bob"), false},
+		{"proxy-authorization always counts", withHeader("Proxy-Authorization", "Basic YQ=="), withHeader("Proxy-Authorization", "Basic Yg=="), false},
+		{"authorization under a lower-case name", func(r *http.Request) { r.Header["authorization"] = []string{"Bearer a"} },
+			func(r *http.Request) { r.Header["authorization"] = []string{"Bearer b"} }, false},
+		{"cookie under a lower-case name", func(r *http.Request) { r.Header["cookie"] = []string{"session=alice"} }, nil, false},
 		{"range always counts", withHeader("Range", "bytes=0-9"), nil, false},
 		{"if-none-match always counts", withHeader("If-None-Match", `"v1"`), nil, false},
 		{"host differs", func(r *http.Request) { r.Host = "other.test" }, nil, false},
@@ -214,6 +225,10 @@ func TestCoalesceNeverWithBody(t *testing.T) {
 			r := newReq(t, t.Context(), "GET", "")
 			r.Header.Set("Upgrade", "websocket")
 			return r
+		}},
+		{"GET with an httptrace.ClientTrace", coalesceOn(), func(t *testing.T) *http.Request {
+			trace := &httptrace.ClientTrace{GotFirstResponseByte: func() {}}
+			return newReq(t, httptrace.WithClientTrace(t.Context(), trace), "GET", "")
 		}},
 		{"no methods", middleware.CoalesceSettings{Enabled: true, Methods: []string{}}, func(t *testing.T) *http.Request {
 			return newReq(t, t.Context(), "GET", "")
@@ -402,27 +417,70 @@ func TestCoalesceLargeAnswerNotShared(t *testing.T) {
 			}
 		})
 	})
-	t.Run("everyone gone: the stream is closed", func(t *testing.T) {
+	// The backend ignores the trip's context: its large answer comes
+	// after its callers left, or while the only one left is not looking.
+	late := func(backend *fakert.Transport) http.RoundTripper {
+		return middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			time.Sleep(time.Second)
+			return backend.RoundTrip(r.WithContext(context.WithoutCancel(r.Context())))
+		})
+	}
+	t.Run("everyone gone before the answer: the stream is closed", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			backend := fakert.New(fakert.Step{Body: body})
-			block := make(chan struct{})
-			// The answer arrives while the only caller is leaving: whoever
-			// wins, the backend's body ends closed.
-			c := newCoalesce(small, middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
-				<-block
-				return backend.RoundTrip(r)
-			}))
+			c := newCoalesce(small, late(backend))
 			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				c.rt.RoundTrip(newReq(t, ctx, "GET", ""))
-			}()
+			time.AfterFunc(500*time.Millisecond, cancel)
+			for i, o := range callAll(c.rt, newReq(t, ctx, "GET", ""), newReq(t, ctx, "GET", "")) {
+				if !errors.Is(o.err, context.Canceled) {
+					t.Errorf("caller %d: %v, want context.Canceled", i, o.err)
+				}
+			}
+			time.Sleep(time.Second)
 			synctest.Wait()
-			cancel()
-			<-done
-			close(block)
+			if backend.BodiesHanded() != 1 || backend.OpenBodies() != 0 {
+				t.Errorf("backend bodies handed %d, open %d; want 1, 0", backend.BodiesHanded(), backend.OpenBodies())
+			}
+		})
+	})
+	t.Run("everyone gone after the answer: the stream is closed", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			backend := fakert.New(fakert.Step{Body: body})
+			// The waiter is held in its coalesce.joined event, before it
+			// waits, until the test lets it go.
+			release := make(chan struct{})
+			ev := &middleware.Events{Observer: middleware.ObserverFunc(func(context.Context, middleware.Event) { <-release })}
+			rt := middleware.Coalesce(small, middleware.CoalesceOptions{Events: ev})(late(backend))
+			lctx, lcancel := context.WithCancel(t.Context())
+			wctx, wcancel := context.WithCancel(t.Context())
+			time.AfterFunc(500*time.Millisecond, lcancel)
+			var wg sync.WaitGroup
+			var errs [2]error
+			for i, ctx := range []context.Context{lctx, wctx} {
+				wg.Go(func() {
+					resp, err := rt.RoundTrip(newReq(t, ctx, "GET", ""))
+					if err == nil {
+						resp.Body.Close()
+					}
+					errs[i] = err
+				})
+				synctest.Wait()
+			}
+			time.Sleep(time.Second)
 			synctest.Wait()
+			// The leader left at 500ms; the answer came at 1s and its
+			// stream is kept for the waiter, which has not taken it yet.
+			if got := backend.OpenBodies(); got != 1 {
+				t.Fatalf("backend bodies open before the waiter leaves = %d, want 1 (the kept stream)", got)
+			}
+			wcancel()
+			close(release)
+			wg.Wait()
+			for i, err := range errs {
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("caller %d: %v, want context.Canceled", i, err)
+				}
+			}
 			if got := backend.OpenBodies(); got != 0 {
 				t.Errorf("backend bodies left open = %d, want 0", got)
 			}
@@ -489,8 +547,13 @@ func TestCoalescePanicReachesEveryCaller(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if got != [2]any{"below", "below"} {
-			t.Errorf("callers recovered %v, want the panic in both", got)
+		for i, v := range got {
+			// The value, and the stack where it happened (this test's
+			// function, on the trip's goroutine).
+			err, ok := v.(error)
+			if !ok || !strings.HasPrefix(err.Error(), "below\n") || !strings.Contains(err.Error(), "TestCoalescePanicReachesEveryCaller") {
+				t.Errorf("caller %d recovered %v, want the panic with its stack", i, v)
+			}
 		}
 		if n := calls.Load(); n != 1 {
 			t.Errorf("backend requests = %d, want 1", n)
@@ -583,4 +646,304 @@ func BenchmarkCoalesce(b *testing.B) {
 		serialRT(b, rt, req)
 	})
 	b.Run("coalesced", func(b *testing.B) { benchRT(b, rt) })
+}
+
+// TestCoalesceTripOwnsItsRequest: a first caller that left owns its
+// request again and may change it while the trip is still below; the trip
+// reads a copy of its own (under -race, a shared Header map is a race).
+func TestCoalesceTripOwnsItsRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var late, path string
+		c := newCoalesce(coalesceOn(), middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			time.Sleep(time.Second) // ignores the trip's context
+			late, path = r.Header.Get("X-Late"), r.URL.Path
+			r.Clone(context.Background()) // what a layer below does: read every header
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+		}))
+		lctx, cancel := context.WithCancel(t.Context())
+		lead, wait := newReq(t, lctx, "GET", ""), newReq(t, t.Context(), "GET", "")
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if _, err := c.rt.RoundTrip(lead); !errors.Is(err, context.Canceled) {
+				t.Errorf("leader: %v, want context.Canceled", err)
+			}
+			// The caller has its request back and changes it.
+			lead.Header.Set("X-Late", "1")
+			lead.URL.Path = "/changed"
+		})
+		synctest.Wait()
+		wg.Go(func() {
+			resp, err := c.rt.RoundTrip(wait)
+			if err != nil {
+				t.Errorf("waiter: %v", err)
+				return
+			}
+			resp.Body.Close()
+		})
+		synctest.Wait()
+		time.Sleep(500 * time.Millisecond)
+		cancel()
+		wg.Wait()
+		if late != "" || path != "/v1/items" {
+			t.Errorf("the trip saw X-Late %q and path %q, want the request as it was sent (\"\", /v1/items)", late, path)
+		}
+	})
+}
+
+// TestCoalesceStreamKeepsTrailers: the caller that takes a large answer's
+// stream reads its trailers once the body is read, as net/http gives them.
+func TestCoalesceStreamKeepsTrailers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Sum")
+		io.WriteString(w, strings.Repeat("x", 100))
+		w.Header().Set("X-Sum", "abc")
+	}))
+	defer srv.Close()
+	tr := srv.Client().Transport.(*http.Transport)
+	defer tr.CloseIdleConnections()
+	s := coalesceOn()
+	s.MaxBody = 10
+	c := newCoalesce(s, tr)
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", srv.URL, nil)
+	resp, err := c.rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, resp); len(got) != 100 {
+		t.Fatalf("body: %d bytes, want 100", len(got))
+	}
+	if got := resp.Trailer.Get("X-Sum"); got != "abc" {
+		t.Errorf("trailer X-Sum = %q, want abc", got)
+	}
+}
+
+// TestCoalesceJarCookiesAreIdentity: http.Client's Jar adds a user's
+// cookies above the transport, where no vary list is written for them;
+// two users' calls in flight together still get each their own answer.
+func TestCoalesceJarCookiesAreIdentity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		c := newCoalesce(coalesceOn(), middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			calls.Add(1)
+			time.Sleep(time.Second)
+			who, _ := r.Cookie("session")
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Request: r,
+				Body: io.NopCloser(strings.NewReader("account of " + who.Value))}, nil
+		}))
+		var wg sync.WaitGroup
+		for _, user := range []string{"alice", "bob"} {
+			jar, err := cookiejar.New(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, _ := url.Parse("http://svc.test/")
+			jar.SetCookies(u, []*http.Cookie{{Name: "session", Value: user}})
+			client := &http.Client{Transport: c.rt, Jar: jar}
+			wg.Go(func() {
+				resp, err := client.Get("http://svc.test/account")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if got := readAll(t, resp); got != "account of "+user {
+					t.Errorf("%s got %q", user, got)
+				}
+			})
+			synctest.Wait()
+		}
+		wg.Wait()
+		if got := calls.Load(); got != 2 {
+			t.Errorf("backend requests = %d, want 2 (one per user)", got)
+		}
+	})
+}
+
+// blockingBody gives its bytes, then blocks until ctx ends, as a
+// transport's body does while the server is silent.
+type blockingBody struct {
+	r   io.Reader
+	ctx context.Context
+}
+
+func (b *blockingBody) Read(p []byte) (int, error) {
+	if n, _ := b.r.Read(p); n > 0 {
+		return n, nil
+	}
+	<-b.ctx.Done()
+	return 0, b.ctx.Err()
+}
+
+func (b *blockingBody) Close() error { return nil }
+
+// TestCoalesceStreamEndsWithItsCaller: the caller that took a large
+// answer's stream owns the trip: its cancellation ends the read below.
+func TestCoalesceStreamEndsWithItsCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := coalesceOn()
+		s.MaxBody = 4
+		c := newCoalesce(s, middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Request: r,
+				Body: &blockingBody{r: strings.NewReader("0123456789"), ctx: r.Context()}}, nil
+		}))
+		ctx, cancel := context.WithCancel(t.Context())
+		resp, err := c.rt.RoundTrip(newReq(t, ctx, "GET", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		time.AfterFunc(time.Second, cancel)
+		start := time.Now()
+		b, err := io.ReadAll(resp.Body)
+		if string(b) != "0123456789" || !errors.Is(err, context.Canceled) || time.Since(start) != time.Second {
+			t.Errorf("read %q, %v after %v; want the bytes, then context.Canceled at the caller's cancel (1s)", b, err, time.Since(start))
+		}
+	})
+}
+
+// TestCoalesceTrailersOwnPerCaller: each caller of a shared answer gets
+// its own Trailer map, as it gets its own Header.
+func TestCoalesceTrailersOwnPerCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCoalesce(coalesceOn(), middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			time.Sleep(time.Second)
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Request: r, Body: io.NopCloser(strings.NewReader("ok")),
+				Trailer: http.Header{"X-Sum": {"abc"}}}, nil
+		}))
+		out := callAll(c.rt, gets(t, t.Context(), 2)...)
+		for i, o := range out {
+			if o.err != nil {
+				t.Fatalf("caller %d: %v", i, o.err)
+			}
+			readAll(t, o.resp)
+		}
+		out[0].resp.Trailer.Set("X-Sum", "spoilt")
+		if got := out[1].resp.Trailer.Get("X-Sum"); got != "abc" {
+			t.Errorf("caller 1's trailer X-Sum = %q after caller 0 changed its own, want abc", got)
+		}
+	})
+}
+
+// TestCoalesceCallerAlreadyGoneStartsNoTrip: a caller whose context has
+// ended before it arrives starts no trip: its own request goes below, as
+// without coalescing, and fails there.
+func TestCoalesceCallerAlreadyGoneStartsNoTrip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		backend := fakert.New()
+		c := newCoalesce(coalesceOn(), backend)
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		req := newReq(t, ctx, "GET", "")
+		if _, err := c.rt.RoundTrip(req); !errors.Is(err, context.Canceled) {
+			t.Errorf("got %v, want context.Canceled", err)
+		}
+		synctest.Wait()
+		if reqs := backend.Requests(); len(reqs) != 1 || reqs[0].Req != req {
+			t.Errorf("backend saw %d requests, want 1: the caller's own", len(reqs))
+		}
+	})
+}
+
+// TestCoalescePanicUnwraps: a panic with an error value is that error.
+func TestCoalescePanicUnwraps(t *testing.T) {
+	boom := errors.New("boom")
+	c := newCoalesce(coalesceOn(), middleware.RoundTripperFunc(func(*http.Request) (*http.Response, error) { panic(boom) }))
+	defer func() {
+		if err, ok := recover().(error); !ok || !errors.Is(err, boom) {
+			t.Errorf("recovered %v, want an error that is boom", err)
+		}
+	}()
+	c.rt.RoundTrip(newReq(t, t.Context(), "GET", ""))
+}
+
+// TestCoalescePanicWithNobodyLeftIsLogged: a panic below that comes once
+// every caller has gone is logged, with its stack, not dropped.
+func TestCoalescePanicWithNobodyLeftIsLogged(t *testing.T) {
+	for _, name := range []string{"gone before the trip ends", "gone as it ends"} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				logger, logs := logcapture.New()
+				ev := &middleware.Events{Client: "billing", Logger: logger}
+				release := make(chan struct{})
+				if name == "gone as it ends" {
+					// The only caller is held before it waits until the
+					// trip has ended, then finds its context ended too.
+					ev.Observer = middleware.ObserverFunc(func(context.Context, middleware.Event) { <-release })
+				} else {
+					close(release)
+				}
+				rt := middleware.Coalesce(coalesceOn(), middleware.CoalesceOptions{Events: ev})(
+					middleware.RoundTripperFunc(func(*http.Request) (*http.Response, error) {
+						time.Sleep(time.Second) // ignores the trip's context
+						panic("below")
+					}))
+				lctx, lcancel := context.WithCancel(t.Context())
+				wctx, wcancel := context.WithCancel(t.Context())
+				defer wcancel()
+				time.AfterFunc(500*time.Millisecond, lcancel)
+				var wg sync.WaitGroup
+				for _, ctx := range []context.Context{lctx, wctx} {
+					wg.Go(func() {
+						if _, err := rt.RoundTrip(newReq(t, ctx, "GET", "")); !errors.Is(err, context.Canceled) {
+							t.Errorf("caller: %v, want context.Canceled", err)
+						}
+					})
+					synctest.Wait()
+				}
+				if name == "gone before the trip ends" {
+					time.AfterFunc(700*time.Millisecond, wcancel)
+				}
+				time.Sleep(time.Second)
+				synctest.Wait()
+				if name == "gone as it ends" {
+					wcancel()
+					close(release)
+				}
+				wg.Wait()
+				recs := logs.Records(t, "switchboard: a coalesced trip panicked after every caller had gone")
+				if len(recs) != 1 || recs[0]["panic"] != "below" || recs[0]["client"] != "billing" ||
+					!strings.Contains(fmt.Sprint(recs[0]["stack"]), "TestCoalescePanicWithNobodyLeftIsLogged") {
+					t.Errorf("logged %v, want one record with the panic, its stack and the client", recs)
+				}
+			})
+		})
+	}
+}
+
+// TestCoalesceWaitKeepsTheCause: a caller cancelled with a cause gets
+// the cause, and context.Canceled, wrapped.
+func TestCoalesceWaitKeepsTheCause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		errGone := errors.New("user navigated away")
+		c := newCoalesce(coalesceOn(), fakert.New(fakert.Step{Delay: time.Second}))
+		ctx, cancel := context.WithCancelCause(t.Context())
+		time.AfterFunc(500*time.Millisecond, func() { cancel(errGone) })
+		out := callAll(c.rt, newReq(t, ctx, "GET", ""), newReq(t, t.Context(), "GET", ""))
+		if err := out[0].err; !errors.Is(err, errGone) || !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled caller: %v, want its cause and context.Canceled", err)
+		}
+		out[1].resp.Body.Close()
+	})
+}
+
+// TestCoalesceLateJoinerInheritsTheTripsAge: the total timeout below
+// counts from the trip's start, so a caller that joins 4s into a trip
+// under a 5s timeout gets the timeout 1s later.
+func TestCoalesceLateJoinerInheritsTheTripsAge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		backend := fakert.New(fakert.Step{Delay: 10 * time.Second})
+		c := newCoalesce(coalesceOn(), middleware.Timeout(5*time.Second, middleware.TimeoutOptions{})(backend))
+		var wg sync.WaitGroup
+		wg.Go(func() { c.rt.RoundTrip(newReq(t, t.Context(), "GET", "")) })
+		time.Sleep(4 * time.Second)
+		start := time.Now()
+		_, err := c.rt.RoundTrip(newReq(t, t.Context(), "GET", ""))
+		var te *middleware.TimeoutError
+		if !errors.As(err, &te) || time.Since(start) != time.Second {
+			t.Errorf("late joiner: %v after %v, want the timeout after 1s", err, time.Since(start))
+		}
+		wg.Wait()
+		if got := backend.Calls(); got != 1 {
+			t.Errorf("backend requests = %d, want 1", got)
+		}
+	})
 }

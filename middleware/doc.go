@@ -18,10 +18,12 @@
 //	 2  circuit breaker                 one outcome per logical call (after retries)
 //	 3  bulkhead                        one slot per logical call; the limit static, or learned from latency (mode adaptive)
 //	 4  Retry (or Hedge)                budget, backoff with jitter, Retry-After, body replay
-//	                                    (Hedge: extra copies of a slow call; the first good answer wins)
+//	                                    (Hedge: extra copies of a slow call; the first good answer wins);
+//	                                    one idempotency key per call on every attempt and copy
 //	 5  AttemptTimeout                  one deadline per attempt
 //	    code's Attempt middleware       factory.Hooks.Attempt: sees each attempt
 //	 6  rate limit                      every attempt takes a token
+//	    PropagateDeadline               deadline.header: the attempt's time left, measured after the token wait
 //	 7  Headers, then Auth              configured headers; the credential only to its origin
 //	 8  Logging                         one record per attempt, URL redacted
 //	 9  Fault                           injected aborts and delays, only when fault.enabled
@@ -33,6 +35,8 @@
 // Headers) around the client's stateful ones, which all routes share: the
 // breaker, the bulkhead, the rate limit and the retry budget; Auth,
 // Logging, Fault and the transport are the client's, below every route.
+// PropagateDeadline sits in each route's chain, but with the client's
+// settings: a route cannot set deadline.*.
 //
 // Every layer keeps the http.RoundTripper contract: it never changes the
 // request it is given (a layer that must change one works on a copy), it
@@ -43,7 +47,7 @@
 // factory sets for every client without attempt middleware, a first
 // attempt that changes nothing is the caller's request itself, a retry, a
 // hedged copy or a replayed body is a Request.WithContext copy, and an
-// attempt header goes on a copy with its own Header. Without it every
+// attempt header or an idempotency key goes on a copy with its own Header. Without it every
 // attempt is its own Request.Clone, so middleware below retry may change
 // its request without the caller's ever changing. The retry and breaker
 // layers read status codes, which a plain RoundTripper is not meant to do;
@@ -126,7 +130,7 @@
 //
 // The package imports only the standard library, golang.org/x/time/rate
 // (the rate limit's token bucket), failsafe-go's adaptivelimiter (the
-// adaptive bulkhead's limit) and golang.org/x/sync/singleflight
-// (Coalesce's shared trips); configuration, reload and the registry live
-// in other packages.
+// adaptive bulkhead's limit), golang.org/x/sync/singleflight (Coalesce's
+// shared trips) and github.com/google/uuid (the form of an idempotency
+// key); configuration, reload and the registry live in other packages.
 package middleware

@@ -46,8 +46,10 @@ const (
 	EventHedgeWon                = "hedge.won"
 	EventHedgeCancelled          = "hedge.cancelled"
 	// EventCoalesceJoined: a call joined a coalesced trip already under
-	// way, and waits for its answer instead of sending its own (one per
-	// caller that joined; the first caller of a trip emits none). Debug.
+	// way and waits for its answer (one per caller that joined, as it
+	// joins; the first caller of a trip emits none). A caller that then
+	// leaves, or sends its own request because the answer is over
+	// max_body, has emitted it too. Debug.
 	EventCoalesceJoined = "coalesce.joined"
 )
 

@@ -133,3 +133,51 @@ func ExampleCoalesce() {
 	// backend requests: 1
 	// bodies: [report report report]
 }
+
+// FormatDeadline writes the time left as the deadline header carries it,
+// rounded down; grpc picks the finest unit whose value fits in 8 digits.
+func ExampleFormatDeadline() {
+	left := 1999900 * time.Microsecond
+	for _, f := range []middleware.DeadlineFormat{middleware.DeadlineMillis, middleware.DeadlineSeconds, middleware.DeadlineGRPC} {
+		fmt.Println(f, middleware.FormatDeadline(left, f))
+	}
+	fmt.Println(middleware.FormatDeadline(150*time.Second, middleware.DeadlineGRPC))
+	fmt.Println(middleware.FormatDeadline(-time.Second, middleware.DeadlineMillis)) // passed: 0, never negative
+	// Output:
+	// ms 1999
+	// seconds 1
+	// grpc 1999900u
+	// 150000m
+	// 0
+}
+
+// With idempotency keys on, a POST is retried like a GET, and every attempt
+// of the call carries the same Idempotency-Key, so a server that keeps the
+// keys it has seen runs it once.
+func ExampleRetry_idempotencyKey() {
+	var keys []string
+	backend := middleware.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		keys = append(keys, req.Header.Get("Idempotency-Key"))
+		status := http.StatusServiceUnavailable
+		if len(keys) == 3 {
+			status = http.StatusCreated
+		}
+		return &http.Response{StatusCode: status, Body: http.NoBody, Request: req}, nil
+	})
+	s := middleware.DefaultRetrySettings()
+	s.InitialBackoff, s.MaxBackoff = time.Millisecond, time.Millisecond
+	s.IdempotencyKey.Enabled = true // header Idempotency-Key, methods POST and PATCH
+	client := &http.Client{Transport: middleware.Retry(s, middleware.RetryOptions{})(backend)}
+
+	resp, err := client.Post("http://billing.test/v1/charges", "application/json", strings.NewReader(`{"amount":100}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, len(keys), "attempts")
+	fmt.Println("one key:", keys[0] != "" && keys[0] == keys[1] && keys[1] == keys[2], len(keys[0]), "characters")
+	// Output:
+	// 201 3 attempts
+	// one key: true 36 characters
+}

@@ -79,6 +79,10 @@ type HedgeOptions struct {
 // its copy: a loser's ends when its cancelled RoundTrip returns. The layer
 // reads status codes, as Retry does. It is safe for concurrent use; s, r and o are
 // copied.
+//
+// With RetrySettings.IdempotencyKey enabled, its methods are hedged like
+// idempotent ones, and every copy of a call carries the call's one key
+// (the caller's, or one made before the first copy), as Retry's attempts do.
 func Hedge(s HedgeSettings, r RetrySettings, o HedgeOptions) Middleware {
 	p := &hedgePolicy{
 		retry: newRetryPolicy(r, RetryOptions{ShouldRetry: o.ShouldRetry, Budget: o.Budget, Events: o.Events, ReadOnlyBelow: o.ReadOnlyBelow}),
@@ -132,6 +136,11 @@ type hedgeRT struct {
 
 func (rt *hedgeRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	p, rp := rt.p, rt.p.retry
+	key, err := rp.idem.forCall(req) // one key per logical call, shared by every copy
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
 	rp.budget.Deposit()
 	ctx := req.Context()
 	extra := max(p.max, rp.s.MaxRetries)
@@ -142,14 +151,14 @@ func (rt *hedgeRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	// answers, cannot clear a method: the method gate always applies (a
 	// route that must never repeat a call sets hedge.enabled: false).
 	if extra == 0 || !rp.methodOK(req.Method) {
-		return rt.once(req) // nothing retry would retry: no call state at all
+		return rt.once(req, key) // nothing retry would retry: no call state at all
 	}
-	c := &hedgeCall{rt: rt, req: req, ctx: ctx, total: 1 + extra, done: make(chan struct{})}
+	c := &hedgeCall{rt: rt, req: req, key: key, ctx: ctx, total: 1 + extra, done: make(chan struct{})}
 	if err := c.rb.prepare(req, true, rp.s.MaxBufferedBody); err != nil {
 		return nil, err
 	}
 	if !c.rb.replayable() {
-		return rt.next.RoundTrip(rp.attemptRequest(req, nil, &c.rb, c.rb.once, req.ContentLength, 1))
+		return rt.next.RoundTrip(rp.attemptRequest(req, nil, &c.rb, c.rb.once, req.ContentLength, 1, key))
 	}
 	c.delay = p.hedgeDelay()
 	c.cancels = make([]context.CancelCauseFunc, 0, min(c.total, 8))
@@ -161,9 +170,10 @@ func (rt *hedgeRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	return c.resp, c.err
 }
 
-// once sends req as a single attempt, as Retry sends its first.
-func (rt *hedgeRT) once(req *http.Request) (*http.Response, error) {
-	return rt.next.RoundTrip(rt.p.retry.attemptRequest(req, nil, nil, nil, 0, 1))
+// once sends req as a single attempt, as Retry sends its first, with the
+// call's idempotency key (or "").
+func (rt *hedgeRT) once(req *http.Request, key string) (*http.Response, error) {
+	return rt.next.RoundTrip(rt.p.retry.attemptRequest(req, nil, nil, nil, 0, 1, key))
 }
 
 // hedgeCall is the state of one hedged logical call, shared by the
@@ -171,6 +181,7 @@ func (rt *hedgeRT) once(req *http.Request) (*http.Response, error) {
 type hedgeCall struct {
 	rt    *hedgeRT
 	req   *http.Request // the caller's: read, never changed
+	key   string        // the call's idempotency key, on every copy; "" for none
 	ctx   context.Context
 	rb    replay // the body plan; read-only once the first copy goes out
 	total int    // copies allowed in all
@@ -260,7 +271,7 @@ func (c *hedgeCall) run(n int) {
 			actx = context.WithValue(actx, attemptKey{}, n)
 		}
 		start := time.Now()
-		resp, err := c.rt.next.RoundTrip(rp.attemptRequest(c.req, actx, &c.rb, body, length, n)) // its own copy: copies run concurrently
+		resp, err := c.rt.next.RoundTrip(rp.attemptRequest(c.req, actx, &c.rb, body, length, n, c.key)) // its own copy: copies run concurrently
 		if resp == nil && err == nil {
 			err = errNoResponse
 		}

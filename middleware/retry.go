@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -89,7 +90,8 @@ type RetryOptions struct {
 //  5. method eligible: RetryAllMethods, else the method is in
 //     RetryableMethods (upper-cased; matched case-sensitively, as HTTP
 //     does; nil means the idempotent set GET HEAD OPTIONS PUT DELETE, an
-//     empty list no method);
+//     empty list no method) or, with IdempotencyKey enabled, in its
+//     Methods;
 //  6. outcome retryable: a status in RetryableStatus, or a transport error
 //     that is not permanent (OutcomeFailure, not OutcomePermanent);
 //  7. the wait is allowed: a Retry-After longer than MaxBackoff (the main
@@ -101,7 +103,12 @@ type RetryOptions struct {
 // The delay before retry n is RetrySettings.Delay (of ForRateLimited after
 // a 429), or RetryOptions.Backoff when set, unless the response carries a
 // valid Retry-After, which replaces it. With AttemptHeader set, every
-// attempt carries its number in that header, on its own copy. Waits use one timer per
+// attempt carries its number in that header, on its own copy. With
+// IdempotencyKey enabled, a call of one of its Methods without a non-empty
+// key of the caller's gets one before its first attempt (a UUIDv4 from
+// crypto/rand), and every attempt carries that same key, on its own copy;
+// the caller's key, when set, is sent as it is. A key that cannot be made
+// (crypto/rand failing) fails the call before any attempt. Waits use one timer per
 // call and end at once when the context is done; the call then returns the
 // context's error, wrapped.
 //
@@ -147,6 +154,7 @@ type retryPolicy struct {
 	status      [10]uint64 // bit set of retryable status codes 0..639
 	methods     []string   // upper-cased eligible methods; unused when allMethods
 	allMethods  bool
+	idem        idempotencyKeys // RetrySettings.IdempotencyKey; its methods are eligible too
 	shouldRetry func(*http.Request, *http.Response, error) bool
 	budget      *Budget
 	ev          *Events
@@ -164,6 +172,7 @@ func newRetryPolicy(s RetrySettings, o RetryOptions) *retryPolicy {
 		rand:        o.Rand,
 		backoff:     o.Backoff,
 		readOnly:    o.ReadOnlyBelow,
+		idem:        newIdempotencyKeys(s.IdempotencyKey),
 	}
 	if s.AttemptHeader != "" {
 		p.header = http.CanonicalHeaderKey(s.AttemptHeader)
@@ -191,12 +200,15 @@ func newRetryPolicy(s RetrySettings, o RetryOptions) *retryPolicy {
 			p.methods = append(p.methods, m)
 		}
 	}
-	p.s.RetryableStatus, p.s.RetryableMethods = nil, nil // not read after this point
+	p.s.RetryableStatus, p.s.RetryableMethods, p.s.IdempotencyKey.Methods = nil, nil, nil // not read after this point
 	p.rl = p.s.ForRateLimited()
 	return p
 }
 
-// methodOK reports whether method is eligible for retries (gate 5).
+// methodOK reports whether method is eligible for retries (gate 5): the
+// one decision "may a call of this method be sent more than once", which
+// Retry and Hedge both read. A method an idempotency key covers is
+// eligible like an idempotent one: every attempt carries the call's key.
 func (p *retryPolicy) methodOK(method string) bool {
 	if p.allMethods {
 		return true
@@ -204,12 +216,7 @@ func (p *retryPolicy) methodOK(method string) bool {
 	if method == "" {
 		method = http.MethodGet // as net/http reads an empty Method
 	}
-	for _, m := range p.methods {
-		if m == method {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(p.methods, method) || p.idem.covers(method)
 }
 
 // statusOK reports whether a response status is retryable (gate 6).
@@ -240,11 +247,16 @@ type retryRT struct {
 
 func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	p := rt.p
+	key, err := p.idem.forCall(req) // one key per logical call, before any attempt
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
 	p.budget.Deposit()
 	ctx := req.Context()
 	maxRetries := maxRetriesFor(ctx, p.s.MaxRetries)
 	if maxRetries == 0 {
-		return rt.next.RoundTrip(p.attemptRequest(req, nil, nil, nil, 0, 1))
+		return rt.next.RoundTrip(p.attemptRequest(req, nil, nil, nil, 0, 1, key))
 	}
 	// The body plan stays on this frame; only a body that must be buffered
 	// allocates (the buffer). A call whose method can never be retried does
@@ -256,7 +268,6 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	body, length, _ := rb.body(req, 1) // cannot fail for attempt 1
 	var (
 		resp  *http.Response
-		err   error
 		timer *time.Timer // made at the first wait only: the success path has none
 		prev  = p.s.InitialBackoff
 		// last is the previous attempt's outcome, its body held in memory:
@@ -272,7 +283,7 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		if n > 1 { // the first attempt needs no mark: AttemptFrom reads 1 without one
 			actx = context.WithValue(ctx, attemptKey{}, n)
 		}
-		resp, err = rt.next.RoundTrip(p.attemptRequest(req, actx, &rb, body, length, n))
+		resp, err = rt.next.RoundTrip(p.attemptRequest(req, actx, &rb, body, length, n, key))
 		if resp == nil && err == nil {
 			err = errNoResponse
 		}

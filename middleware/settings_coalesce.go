@@ -17,9 +17,11 @@ type CoalesceSettings struct {
 	Methods []string `koanf:"methods" json:"methods"`
 	// VaryHeaders lists the request headers whose values are part of the
 	// identity of a call: calls that differ in one of them never share a
-	// trip. Names are case-insensitive. Nil means
-	// DefaultCoalesceVaryHeaders (Authorization, Accept, Accept-Encoding);
-	// an empty list makes the identity the method and the URL alone.
+	// trip. Names are case-insensitive. Cookie, Proxy-Authorization, Range
+	// and the conditional headers are always part of it, listed or not.
+	// Nil means DefaultCoalesceVaryHeaders (Authorization, Accept,
+	// Accept-Encoding); an empty list leaves the method, the URL and the
+	// headers always counted.
 	VaryHeaders []string `koanf:"vary_headers" json:"vary_headers"`
 	// MaxBody is the largest response body, in bytes, that is shared: a
 	// trip buffers up to MaxBody+1 bytes; a larger answer goes to one

@@ -62,7 +62,9 @@ type RetrySettings struct {
 	// retries no method. Entries are upper-cased; request methods are
 	// matched case-sensitively.
 	RetryableMethods []string `koanf:"retryable_methods" json:"retryable_methods"`
-	// RetryAllMethods retries every method, POST and PATCH included.
+	// RetryAllMethods retries every method, POST and PATCH included. An
+	// idempotency key (IdempotencyKey) makes that safe for the methods it
+	// covers; without one a retried POST may run twice on the server.
 	RetryAllMethods bool `koanf:"retry_all_methods" json:"retry_all_methods"`
 	// AttemptTimeout is the deadline of each attempt. Zero means none.
 	AttemptTimeout time.Duration `koanf:"attempt_timeout" json:"attempt_timeout"`
@@ -84,6 +86,10 @@ type RetrySettings struct {
 	// attempt's 1-based number ("1", "2", …), replacing any value the
 	// caller gave it. "" sends none.
 	AttemptHeader string `koanf:"attempt_header" json:"attempt_header"`
+	// IdempotencyKey, when enabled, sends one idempotency key per logical
+	// call of its methods and makes them retryable (see
+	// IdempotencyKeySettings).
+	IdempotencyKey IdempotencyKeySettings `koanf:"idempotency_key" json:"idempotency_key"`
 	// Budget caps retries across all calls of the client.
 	Budget BudgetSettings `koanf:"budget" json:"budget"`
 }
@@ -151,6 +157,7 @@ func DefaultRetrySettings() RetrySettings {
 		RetryableMethods: IdempotentMethods(),
 		MaxBufferedBody:  DefaultMaxBufferedBody,
 		Multiplier:       DefaultMultiplier,
+		IdempotencyKey:   DefaultIdempotencyKeySettings(),
 		Budget: BudgetSettings{
 			Ratio:        DefaultBudgetRatio,
 			MinPerSecond: DefaultBudgetMinPerSec,

@@ -63,7 +63,7 @@ func NewMetrics(o Options) *Metrics {
 		hedges: counter("switchboard_hedges_total",
 			"Extra hedged copies a client sent (hedge.sent events).", "client"),
 		coalesced: counter("switchboard_coalesced_total",
-			"Logical calls of a client that joined a coalesced trip under way instead of sending their own (coalesce.joined events).", "client"),
+			"Logical calls of a client that joined a coalesced trip under way, counted as they join (coalesce.joined events): one that leaves, or sends its own request for an answer over max_body, counts too.", "client"),
 		rejections: counter("switchboard_rejections_total",
 			"Logical calls refused in this process before the backend saw them, by reason: circuit_open, bulkhead_full, rate_limited.", "client", "reason"),
 		reloads: counter("switchboard_config_reloads_total",
