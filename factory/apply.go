@@ -414,7 +414,10 @@ func (r *Registry) retire(old, g *generation) {
 
 // warnInsecure logs the WARNs that insecure_skip_verify and fault
 // injection ask for on every load of a client that has them on: neither
-// should stay on unnoticed.
+// should stay on unnoticed. It also warns, on every load, of a
+// bulkhead.max_concurrent that mode adaptive does not read: a WARN, not
+// an error, since defaults may hold it for the static clients beside
+// an adaptive one, and a switch back to static reads it again.
 func (r *Registry) warnInsecure(p *pipeline) {
 	if p.in.cfg.TLS.InsecureSkipVerify && r.opts.Base == nil {
 		r.log.Warn("tls.insecure_skip_verify is on: the server's certificate is not verified",
@@ -424,6 +427,10 @@ func (r *Registry) warnInsecure(p *pipeline) {
 		r.log.Warn("fault injection is on: attempts of this client are aborted or delayed on purpose",
 			"client", p.name, "key", sectionOf(p.name, p.in.defined)+".fault.enabled",
 			"abort_percent", f.Abort.Percent, "delay_percent", f.Delay.Percent, "header", f.Header)
+	}
+	if b := p.in.cfg.Bulkhead; b.Mode == middleware.BulkheadAdaptive && b.MaxConcurrent > 0 {
+		r.log.Warn("bulkhead.max_concurrent is set but mode adaptive does not read it: the limit is learned within [min_limit, max_limit]",
+			"client", p.name, "key", sectionOf(p.name, p.in.defined)+".bulkhead.max_concurrent", "max_concurrent", b.MaxConcurrent)
 	}
 }
 
