@@ -10,6 +10,7 @@ require (
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/sony/gobreaker/v2 v2.4.0
 	github.com/switchboard-http/switchboard v0.0.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (

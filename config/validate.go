@@ -274,15 +274,7 @@ func validateRetry(v *validator, r middleware.RetrySettings, timeout time.Durati
 // may switch to adaptive later. A zero one (in a Config built in code)
 // stands for its default; a negative one is the range check's.
 func validateBulkhead(v *validator, b middleware.BulkheadSettings) {
-	orDefault := func(n, def int) int {
-		if n == 0 {
-			return def
-		}
-		return n
-	}
-	lo := orDefault(b.MinLimit, middleware.DefaultBulkheadMinLimit)
-	hi := orDefault(b.MaxLimit, middleware.DefaultBulkheadMaxLimit)
-	initial := orDefault(b.InitialLimit, middleware.DefaultBulkheadInitialLimit)
+	lo, hi, initial := b.AdaptiveBounds()
 	if lo < 1 || hi < 1 || initial < 1 {
 		return
 	}

@@ -415,9 +415,13 @@ func (r *Registry) retire(old, g *generation) {
 
 // warnInsecure logs the WARNs that insecure_skip_verify and fault
 // injection ask for on every load of a client that has them on: neither
-// should stay on unnoticed. So does an idempotency key enabled with an
-// empty methods list (on the client or a route): it keys nothing, which
-// is valid but almost surely not what was meant.
+// should stay on unnoticed. It also warns, on every load, of a
+// bulkhead.max_concurrent that mode adaptive does not read: a WARN, not
+// an error, since defaults may hold it for the static clients beside
+// an adaptive one, and a switch back to static reads it again. So does
+// an idempotency key enabled with an empty methods list (on the client or
+// a route): it keys nothing, which is valid but almost surely not what
+// was meant.
 func (r *Registry) warnInsecure(p *pipeline) {
 	section := sectionOf(p.name, p.in.defined)
 	keysNothing := func(k middleware.IdempotencyKeySettings) bool {
@@ -442,6 +446,10 @@ func (r *Registry) warnInsecure(p *pipeline) {
 		r.log.Warn("fault injection is on: attempts of this client are aborted or delayed on purpose",
 			"client", p.name, "key", sectionOf(p.name, p.in.defined)+".fault.enabled",
 			"abort_percent", f.Abort.Percent, "delay_percent", f.Delay.Percent, "header", f.Header)
+	}
+	if b := p.in.cfg.Bulkhead; b.Mode == middleware.BulkheadAdaptive && b.MaxConcurrent > 0 {
+		r.log.Warn("bulkhead.max_concurrent is set but mode adaptive does not read it: the limit is learned within [min_limit, max_limit]",
+			"client", p.name, "key", sectionOf(p.name, p.in.defined)+".bulkhead.max_concurrent", "max_concurrent", b.MaxConcurrent)
 	}
 }
 

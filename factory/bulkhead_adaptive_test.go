@@ -3,6 +3,7 @@ package factory_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 	"github.com/switchboard-http/switchboard/internal/atomicfile"
 	"github.com/switchboard-http/switchboard/internal/eventrec"
 	"github.com/switchboard-http/switchboard/internal/fakert"
+	"github.com/switchboard-http/switchboard/internal/logcapture"
 	"github.com/switchboard-http/switchboard/middleware"
 )
 
@@ -194,9 +196,10 @@ func TestAdaptiveBulkheadRefusalIsRejection(t *testing.T) {
 }
 
 // TestAdaptiveBulkheadLoopbackSlowBackendLowersLimit: on loopback, 30
-// callers against a server whose capacity drops from 100 to 4 concurrent
-// requests (beyond it, latency grows with the queue): the learned limit
-// falls. Real time: it polls with a deadline.
+// callers against a server whose capacity drops from 100 to 2 concurrent
+// requests (beyond it, latency grows with the queue): once the limiter
+// has learned (its limit moved), the limit falls below its level at the
+// drop. Real time: it polls with a deadline, no guessed waits.
 func TestAdaptiveBulkheadLoopbackSlowBackendLowersLimit(t *testing.T) {
 	var capacity, inflight atomic.Int64
 	capacity.Store(100)
@@ -239,15 +242,34 @@ func TestAdaptiveBulkheadLoopbackSlowBackendLowersLimit(t *testing.T) {
 	defer func() { close(stop); wg.Wait() }()
 	limit := func() int { return statusOf(r.Status(), "billing").BulkheadLimit }
 
-	time.Sleep(3 * time.Second) // healthy: the limiter learns the baseline
-	before := limit()
-	capacity.Store(4)
-	deadline := time.Now().Add(30 * time.Second)
-	for limit() > before-3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("limit %d 30s after the backend slowed, want <= %d (it was %d)", limit(), before-3, before)
+	// Healthy: wait until the limiter has closed a window (its limit
+	// moved from initial_limit), so that it has a baseline.
+	poll := func(what string, done func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !done() {
+			if time.Now().After(deadline) {
+				t.Fatalf("limit %d after 30s, want %s", limit(), what)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
+	poll("it moved from 20 (a window closed)", func() bool { return limit() != 20 })
+	before := limit()
+	capacity.Store(2)
+	poll(fmt.Sprintf("below %d, its level before the backend slowed", before), func() bool { return limit() < before })
 	t.Logf("limit %d before the backend slowed, %d now", before, limit())
+}
+
+// TestAdaptiveBulkheadMaxConcurrentWarns: max_concurrent beside mode
+// adaptive, which does not read it, is a WARN at every load naming the
+// key; a static client with it is not.
+func TestAdaptiveBulkheadMaxConcurrentWarns(t *testing.T) {
+	logger, logs := logcapture.New()
+	openFile(t, "clients:\n  billing:\n    bulkhead: {mode: adaptive, max_concurrent: 10}\n  search:\n    bulkhead: {max_concurrent: 10}\n",
+		factory.Options{NoWatch: true, Logger: logger})
+	recs := logs.Records(t, "bulkhead.max_concurrent is set but mode adaptive does not read it: the limit is learned within [min_limit, max_limit]")
+	if len(recs) != 1 || recs[0]["level"] != "WARN" || recs[0]["client"] != "billing" || recs[0]["key"] != "clients.billing.bulkhead.max_concurrent" {
+		t.Fatalf("got %v, want one WARN for client billing naming clients.billing.bulkhead.max_concurrent", recs)
+	}
 }

@@ -41,11 +41,15 @@ func endAfterBody(resp *http.Response, end func()) {
 	resp.Body = OnBodyEnd(resp.Body, end)
 }
 
-// endBody is the wrapper of OnBodyEnd.
+// endBody is the wrapper of OnBodyEnd. A layer that must keep per-call
+// state until the body ends may embed it and set ender instead of end, so
+// that the wrapper, its state and the end are one allocation (the
+// adaptive bulkhead's adaptiveCall).
 type endBody struct {
-	rc   io.ReadCloser
-	end  func()
-	done atomic.Bool
+	rc    io.ReadCloser
+	end   func()
+	ender interface{ bodyEnded() } // used when end is nil
+	done  atomic.Bool
 }
 
 func (x *endBody) Read(p []byte) (int, error) {
@@ -64,7 +68,11 @@ func (x *endBody) Close() error {
 
 func (x *endBody) finish() {
 	if x.done.CompareAndSwap(false, true) {
-		x.end()
+		if x.end != nil {
+			x.end()
+		} else {
+			x.ender.bodyEnded()
+		}
 	}
 }
 

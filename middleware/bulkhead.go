@@ -37,9 +37,9 @@ var ErrBulkheadFull = errors.New("bulkhead is full")
 // [MinLimit, MaxLimit] from InitialLimit, by failsafe-go's adaptivelimiter
 // (see bulkhead_adaptive.go): a call holds a permit of the limiter as it
 // would a slot, and gives it back with a latency sample (the time it held
-// it) when the backend answered, or when a timeout ended the call, and
-// without one otherwise (a local rejection, a caller gone, a permanent or
-// fast transport error). A change of the limit by 10 % or more from the
+// it) when LatencySample says so, the backend having served it, and
+// without one otherwise (a status >= 500, a transport error or timeout, a
+// local rejection, a caller gone). A change of the limit by 10 % or more from the
 // last one reported emits EventBulkheadLimitChanged.
 //
 // In mode static, a MaxConcurrent of zero means unlimited: the layer
@@ -120,7 +120,9 @@ func NewBulkhead(s BulkheadSettings, o BulkheadOptions) *Bulkhead {
 // In mode adaptive, new MinLimit or MaxLimit keep the learned limit,
 // clamped to the new bounds (the limiter's latency baseline is learned
 // again; a clamp that moves it by 10 % or more is reported as any other
-// change), and the calls in flight keep counting against the limit; a new
+// change), the calls in flight keep counting against the limit, and
+// callers waiting on the old limiter wait on at the new one (or for the
+// static slots after a switch to mode static) at once; a new
 // InitialLimit alone changes nothing until the mode is switched. A change
 // of Mode starts afresh: into adaptive at InitialLimit, into static at
 // MaxConcurrent, and the calls in flight no longer count. It is safe for
@@ -137,8 +139,7 @@ func (b *Bulkhead) Update(s BulkheadSettings) {
 		b.unlimited.Store(false)
 	} else {
 		if old := b.adaptive.Load(); old != nil {
-			old.retired.Store(true)
-			drop, old.proxies = old.proxies, nil
+			drop = old.retireLocked() // its waiters move to the static slots
 			b.adaptive.Store(nil)
 		}
 		b.limit.Store(int64(s.MaxConcurrent))
@@ -188,7 +189,8 @@ func (b *Bulkhead) Limit() int {
 // safe for concurrent use.
 //
 // It keeps the RoundTripper contract: it passes the caller's request on
-// unchanged, closes the request body when it rejects a request without
+// unchanged (in mode adaptive, a Request.WithContext copy whose context
+// carries the marker of local waits that LatencySample reads), closes the request body when it rejects a request without
 // passing it on, and returns a response or an error, never both nil. The
 // response body is wrapped so that closing it (or reading it to its end)
 // frees the slot, exactly once; a body that is also an io.Writer (a 101

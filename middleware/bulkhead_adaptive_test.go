@@ -203,10 +203,11 @@ func (netTimeout) Error() string   { return "net/http: timeout awaiting response
 func (netTimeout) Timeout() bool   { return true }
 func (netTimeout) Temporary() bool { return true }
 
-// TestAdaptiveBulkheadSamples: answered calls and timeouts are latency
-// samples, which move the limit (here down: 1 call in flight allows at
-// most 5); local rejections, callers gone, and fast transport errors are
-// dropped, and 120 such calls over 2.4 s leave it at initial_limit.
+// TestAdaptiveBulkheadSamples: calls the backend served (a status below
+// 500) are latency samples, which move the limit (here down: 1 call in
+// flight allows at most 5); 5xx answers, timeouts, local rejections,
+// callers gone and transport errors are dropped (LatencySample), and 120
+// such calls over 2.4 s leave it at initial_limit.
 func TestAdaptiveBulkheadSamples(t *testing.T) {
 	const lat = 20 * time.Millisecond
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
@@ -214,17 +215,19 @@ func TestAdaptiveBulkheadSamples(t *testing.T) {
 		name   string
 		step   fakert.Step
 		wrap   func(http.RoundTripper) http.RoundTripper // outside the bulkhead
+		below  func(http.RoundTripper) http.RoundTripper // between the bulkhead and the backend
 		ctx    func(context.Context) (context.Context, context.CancelFunc)
 		cancel bool // the caller cancels after the response, before closing the body
 		sample bool
 	}{
 		{name: "200 answered", step: fakert.Step{Delay: lat}, sample: true},
-		{name: "503 answered", step: fakert.Step{Status: 503, Delay: lat}, sample: true},
-		{name: "timeout layer", step: fakert.Step{Delay: time.Hour}, sample: true,
+		{name: "404 answered", step: fakert.Step{Status: 404, Delay: lat}, sample: true},
+		{name: "503 answered", step: fakert.Step{Status: 503, Delay: lat}},
+		{name: "timeout layer", step: fakert.Step{Delay: time.Hour},
 			wrap: func(rt http.RoundTripper) http.RoundTripper {
 				return middleware.Timeout(lat, middleware.TimeoutOptions{})(rt)
 			}},
-		{name: "transport timeout", step: fakert.Step{Err: netTimeout{}, Delay: lat}, sample: true},
+		{name: "transport timeout", step: fakert.Step{Err: netTimeout{}, Delay: lat}},
 		{name: "caller cancelled", step: fakert.Step{Delay: time.Hour},
 			ctx: func(ctx context.Context) (context.Context, context.CancelFunc) {
 				ctx, cancel := context.WithCancel(ctx)
@@ -236,12 +239,20 @@ func TestAdaptiveBulkheadSamples(t *testing.T) {
 		{name: "caller gone before the body ended", step: fakert.Step{Body: "ok", Delay: lat}, cancel: true},
 		{name: "connection refused", step: fakert.Step{Err: refused, Delay: lat}},
 		{name: "local rejection below", step: fakert.Step{Err: middleware.ErrRateLimited, Delay: lat}},
+		{name: "waited for a rate-limit token below", step: fakert.Step{Delay: lat},
+			below: func(rt http.RoundTripper) http.RoundTripper {
+				return middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 10, Burst: 1}, middleware.RateLimitOptions{}).Middleware()(rt)
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				bh := middleware.NewBulkhead(adaptiveBulkhead(1, 200, 20), middleware.BulkheadOptions{})
-				rt := bh.Middleware()(fakert.New(tt.step))
+				var be http.RoundTripper = fakert.New(tt.step)
+				if tt.below != nil {
+					be = tt.below(be)
+				}
+				rt := bh.Middleware()(be)
 				if tt.wrap != nil {
 					rt = tt.wrap(rt)
 				}
@@ -477,4 +488,217 @@ func TestAdaptiveBulkheadWaiterAcrossUpdate(t *testing.T) {
 			t.Errorf("after it ended: InUse %d, want 0", n)
 		}
 	})
+}
+
+// TestAdaptiveBulkheadPanickingObserver: an Observer that panics on
+// bulkhead.limit_changed panics in the caller that ended the call (where
+// it can be recovered), not inside the limiter (where it was a fatal
+// "unlock of unlocked RWMutex"), and the permit is given back first.
+func TestAdaptiveBulkheadPanickingObserver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var panics atomic.Int64
+		ev := &middleware.Events{Client: "billing", Observer: middleware.ObserverFunc(func(_ context.Context, e middleware.Event) {
+			if e.Name == middleware.EventBulkheadLimitChanged {
+				panics.Add(1)
+				panic("observer failed")
+			}
+		})}
+		bh := middleware.NewBulkhead(adaptiveBulkhead(1, 200, 20), middleware.BulkheadOptions{Events: ev})
+		rt := bh.Middleware()(fakert.New(fakert.Step{Delay: 20 * time.Millisecond, Body: "x"}))
+		for range 150 {
+			resp, err := getVia(t.Context(), rt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			func() {
+				defer func() { recover() }()
+				resp.Body.Close()
+			}()
+		}
+		if panics.Load() == 0 {
+			t.Fatalf("limit %d: the observer never saw a limit change", bh.Limit())
+		}
+		if got := bh.InUse(); got != 0 {
+			t.Errorf("InUse %d after every call ended, want 0 (no permit lost to a panic)", got)
+		}
+	})
+}
+
+// TestAdaptiveBulkheadReloadNeverExceedsLimit: with two calls A and B in
+// flight on a limiter of 2 and a waiter W, new bounds keep the limit 2;
+// A ends, W is admitted; B still runs, so a fourth call must be refused:
+// each call gives back only the placeholder that stands for it.
+func TestAdaptiveBulkheadReloadNeverExceedsLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := adaptiveBulkhead(2, 2, 2)
+		bh := middleware.NewBulkhead(s, middleware.BulkheadOptions{})
+		rt := bh.Middleware()(fakert.New(fakert.Step{Body: "x"}))
+		a, err := getVia(t.Context(), rt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := getVia(t.Context(), rt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan *http.Response, 1)
+		go func() {
+			resp, err := getVia(t.Context(), rt)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- resp
+		}()
+		synctest.Wait() // W waits
+		s.MinLimit, s.MaxLimit = 1, 3
+		bh.Update(s)
+		if n, l := bh.InUse(), bh.Limit(); n != 2 || l != 2 {
+			t.Fatalf("after new bounds: InUse %d, limit %d, want 2, 2 (A and B count)", n, l)
+		}
+		a.Body.Close()
+		w := <-got
+		if n := bh.InUse(); n != 2 {
+			t.Errorf("A ended, W admitted, B running: InUse %d, want 2", n)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		if resp, err := getVia(ctx, rt); !errors.Is(err, middleware.ErrBulkheadFull) {
+			if err == nil {
+				resp.Body.Close()
+			}
+			t.Errorf("a third call with B and W running, limit 2: err %v, want ErrBulkheadFull", err)
+		}
+		b.Body.Close()
+		w.Body.Close()
+		if n := bh.InUse(); n != 0 {
+			t.Errorf("all ended: InUse %d, want 0", n)
+		}
+	})
+}
+
+// TestAdaptiveBulkheadWaiterMovesOnUpdate: a caller waiting on a full
+// limiter is admitted at once when new bounds raise the limit, or when
+// Update switches to mode static with room, while the call that filled
+// the limiter still runs.
+func TestAdaptiveBulkheadWaiterMovesOnUpdate(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		next func(middleware.BulkheadSettings) middleware.BulkheadSettings
+	}{
+		{"raised min_limit", func(s middleware.BulkheadSettings) middleware.BulkheadSettings {
+			s.MinLimit, s.MaxLimit, s.InitialLimit = 2, 4, 2
+			return s
+		}},
+		{"mode static", func(s middleware.BulkheadSettings) middleware.BulkheadSettings {
+			s.Mode, s.MaxConcurrent = middleware.BulkheadStatic, 4
+			return s
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := adaptiveBulkhead(1, 1, 1)
+				bh := middleware.NewBulkhead(s, middleware.BulkheadOptions{})
+				rt := bh.Middleware()(fakert.New(fakert.Step{Body: "x"}))
+				held, err := getVia(t.Context(), rt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer held.Body.Close()
+				got := make(chan *http.Response, 1)
+				go func() {
+					resp, err := getVia(t.Context(), rt)
+					if err != nil {
+						t.Error(err)
+					}
+					got <- resp
+				}()
+				synctest.Wait() // the second caller waits
+				start := time.Now()
+				bh.Update(tt.next(s))
+				resp := <-got
+				if resp == nil {
+					t.FailNow()
+				}
+				resp.Body.Close()
+				if d := time.Since(start); d != 0 {
+					t.Errorf("waiter admitted %v after the update, want at once", d)
+				}
+			})
+		})
+	}
+}
+
+// TestBulkheadAdaptiveBounds: a zero limit stands for its default, the
+// one rule that the bulkhead and config's validation share.
+func TestBulkheadAdaptiveBounds(t *testing.T) {
+	lo, hi, initial := middleware.BulkheadSettings{MaxLimit: 50}.AdaptiveBounds()
+	if lo != middleware.DefaultBulkheadMinLimit || hi != 50 || initial != middleware.DefaultBulkheadInitialLimit {
+		t.Errorf("AdaptiveBounds of {MaxLimit: 50} = %d, %d, %d, want %d, 50, %d", lo, hi, initial,
+			middleware.DefaultBulkheadMinLimit, middleware.DefaultBulkheadInitialLimit)
+	}
+}
+
+// rtFunc adapts a function to http.RoundTripper.
+type rtFunc func(*http.Request) (*http.Response, error)
+
+func (f rtFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// TestBulkheadContractInBothModes: in each mode, with a limit of 1, a
+// layer below that panics or returns neither a response nor an error
+// gives the slot back (the next call is admitted, InUse is 0), and a call
+// refused has its request body closed.
+func TestBulkheadContractInBothModes(t *testing.T) {
+	modes := map[string]middleware.BulkheadSettings{
+		"static":   {MaxConcurrent: 1},
+		"adaptive": {Mode: middleware.BulkheadAdaptive, MinLimit: 1, MaxLimit: 1, InitialLimit: 1},
+	}
+	for name, s := range modes {
+		t.Run(name, func(t *testing.T) {
+			bh := middleware.NewBulkhead(s, middleware.BulkheadOptions{})
+			ok := bh.Middleware()(fakert.New(fakert.Step{Body: "x"}))
+			free := func(what string) {
+				t.Helper()
+				if n := bh.InUse(); n != 0 {
+					t.Fatalf("after %s: InUse %d, want 0", what, n)
+				}
+				resp, err := getVia(t.Context(), ok)
+				if err != nil {
+					t.Fatalf("after %s: the next call: %v, want admitted", what, err)
+				}
+				resp.Body.Close()
+			}
+
+			panics := bh.Middleware()(rtFunc(func(*http.Request) (*http.Response, error) { panic("below") }))
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Error("the panic below did not reach the caller")
+					}
+				}()
+				getVia(t.Context(), panics)
+			}()
+			free("a panic below")
+
+			neither := bh.Middleware()(rtFunc(func(*http.Request) (*http.Response, error) { return nil, nil }))
+			if resp, err := getVia(t.Context(), neither); resp != nil || err == nil {
+				t.Errorf("neither response nor error below: got %v, %v, want an error", resp, err)
+			}
+			free("neither a response nor an error")
+
+			held, err := getVia(t.Context(), ok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := &limTrackedBody{Reader: strings.NewReader("payload")}
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://svc.test/", body)
+			if _, err := ok.RoundTrip(req); !errors.Is(err, middleware.ErrBulkheadFull) {
+				t.Fatalf("with the slot held: err %v, want ErrBulkheadFull", err)
+			}
+			if !body.isClosed() {
+				t.Error("request body not closed on refusal")
+			}
+			held.Body.Close()
+			free("the held call ended")
+		})
+	}
 }

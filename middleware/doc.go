@@ -100,12 +100,13 @@
 // OutcomeCallerGone: it counts as neither too.
 //
 // The adaptive bulkhead (BulkheadAdaptive) learns its limit from the
-// calls it admits, by the same classification: OutcomeSuccess and
-// OutcomeFailure with a response (the backend answered), and
-// OutcomeFailure from a timeout (the Timeout or AttemptTimeout layer's, or
-// a transport's own), are latency samples; OutcomeRejected,
-// OutcomeCallerGone, OutcomePermanent and every other transport error are
-// dropped (see Bulkhead).
+// calls it admits, by the same classification, in one function beside
+// Classify (LatencySample): a call is a latency sample only when it is
+// OutcomeSuccess (the backend served it) and its caller was still there
+// when the body ended, and which did not wait in this process below the
+// bulkhead (a retry's backoff, a rate-limit wait); OutcomeFailure (a status >= 500, a transport error,
+// any timeout: the limiter's Drop is for calls ended early), and
+// OutcomeRejected, OutcomeCallerGone and OutcomePermanent are dropped.
 //
 // A breaker's own rejection (ErrCircuitOpen) is not retried, for the same
 // reason as a full bulkhead or a rate-limit refusal: the breaker that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync/atomic"
 )
 
 // Outcome is what the result of a call or of an attempt says about the
@@ -99,6 +100,54 @@ func Classify(req *http.Request, resp *http.Response, err error) Outcome {
 		return OutcomePermanent
 	}
 	return OutcomeFailure
+}
+
+// LatencySample reports whether a call of req that ended with resp and
+// err, its response body now ended, is a latency sample for the adaptive
+// bulkhead (a permit given back with Record) rather than none (Drop). It
+// is one exactly when Classify says OutcomeSuccess (the backend answered
+// with a status below 500) and the caller was still there when the body
+// ended. Everything else is dropped, by one rule, that a sample is a call
+// the backend served: a status >= 500 or a transport error that came fast
+// would read as a healthy backend, and a slow one says no more than the
+// answered calls beside it; a timeout (a Timeout or AttemptTimeout
+// layer's, or a transport's own) ended the call before the backend did,
+// which is what the limiter's Permit.Drop is documented for; a local
+// rejection never reached the backend; a caller gone, before or during
+// the body, leaves the latency unknown. Nor is a call that waited in this
+// process below the bulkhead (a retry's backoff or Retry-After pause, a
+// rate-limit wait): the limiter measures the time a permit was held and
+// takes no duration of ours, so such a call would read as a slow backend;
+// the adaptive bulkhead marks its calls' contexts and those layers note
+// their waits there (markLocalWait). A nil req is a caller still there
+// that did not wait. It is safe for concurrent use.
+func LatencySample(req *http.Request, resp *http.Response, err error) bool {
+	if Classify(req, resp, err) != OutcomeSuccess {
+		return false
+	}
+	if req == nil {
+		return true
+	}
+	ctx := req.Context()
+	if callerGone(ctx) {
+		return false
+	}
+	w, _ := ctx.Value(localWaitKey{}).(*atomic.Bool)
+	return w == nil || !w.Load()
+}
+
+// localWaitKey is the context key of the adaptive bulkhead's marker: an
+// *atomic.Bool set when the call waited in this process.
+type localWaitKey struct{}
+
+// markLocalWait notes on ctx that the call is about to wait in this
+// process (a backoff, a pause, a rate-limit token), when an adaptive
+// bulkhead above marked it; otherwise it does nothing. Only a layer that
+// waits calls it, so the context lookup costs nothing to the others.
+func markLocalWait(ctx context.Context) {
+	if w, ok := ctx.Value(localWaitKey{}).(*atomic.Bool); ok {
+		w.Store(true)
+	}
 }
 
 // localRejections are the sentinels of the refusals this package makes

@@ -320,6 +320,7 @@ func (l *RateLimit) localWait(req *http.Request, q *quotaSettings, b *bucket, ev
 	if d <= 0 {
 		return nil // a token came between AllowN and ReserveN
 	}
+	markLocalWait(ctx)
 	timer := time.NewTimer(d)
 	select {
 	case <-timer.C:
@@ -359,6 +360,7 @@ func (l *RateLimit) sleep(req *http.Request, q *quotaSettings, d time.Duration, 
 		l.emit(ctx, ev, slog.LevelDebug, req, q, EventRateLimitRefused, d, err)
 		return err
 	}
+	markLocalWait(ctx)
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {

@@ -340,6 +340,7 @@ func (rt *retryRT) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err = nil, nil
 		body, length, prev = nextBody, nextLength, delay
 		if delay > 0 {
+			markLocalWait(ctx)
 			if timer == nil {
 				timer = time.NewTimer(delay)
 			} else {

@@ -145,20 +145,28 @@ func DefaultBulkheadSettings() BulkheadSettings {
 		MaxLimit: DefaultBulkheadMaxLimit, InitialLimit: DefaultBulkheadInitialLimit}
 }
 
-// adaptiveLimits returns s's adaptive limits with a zero one standing for
-// its default, the initial limit clamped into [min, max].
+// AdaptiveBounds returns s's MinLimit, MaxLimit and InitialLimit with a
+// zero one standing for its default (DefaultBulkheadMinLimit, ...): the
+// one place that says so, for the bulkhead and config's validation
+// alike. It does not check that they nest. It is safe for concurrent use.
+func (s BulkheadSettings) AdaptiveBounds() (lo, hi, initial int) {
+	orDefault := func(n, def int) int {
+		if n == 0 {
+			return def
+		}
+		return n
+	}
+	return orDefault(s.MinLimit, DefaultBulkheadMinLimit), orDefault(s.MaxLimit, DefaultBulkheadMaxLimit),
+		orDefault(s.InitialLimit, DefaultBulkheadInitialLimit)
+}
+
+// adaptiveLimits returns s's AdaptiveBounds made usable even where
+// validation did not run (settings built in code): each at least 1, max
+// at least min, the initial limit clamped into [min, max].
 func (s BulkheadSettings) adaptiveLimits() (lo, hi, initial int) {
-	lo, hi, initial = s.MinLimit, s.MaxLimit, s.InitialLimit
-	if lo <= 0 {
-		lo = DefaultBulkheadMinLimit
-	}
-	if hi <= 0 {
-		hi = max(DefaultBulkheadMaxLimit, lo)
-	}
+	lo, hi, initial = s.AdaptiveBounds()
+	lo, hi, initial = max(lo, 1), max(hi, 1), max(initial, 1)
 	hi = max(hi, lo)
-	if initial <= 0 {
-		initial = DefaultBulkheadInitialLimit
-	}
 	return lo, hi, min(max(initial, lo), hi)
 }
 

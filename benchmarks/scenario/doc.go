@@ -18,4 +18,16 @@
 // it returns when every call has ended. Full() is docs/performance.md's run
 // (`go run ./cmd/scenarios`, about two minutes on 2 cores); Smoke() is CI's,
 // a few seconds, whose test checks structure and never numbers.
+//
+// Two more scenarios measure limits and coalescing against a Backend that
+// models capacity (workers of a fixed service time behind one FIFO queue):
+//
+//	capacity    an open loop of 400 calls/s; 64 workers of 50ms for 10s,  → goodput, p50, p99 per phase,
+//	            then 8 workers for 30s                                       the limit's path (RunCapacity)
+//	coalesce    bursts of 200 identical GETs released at once              → backend requests per burst,
+//	                                                                         the burst's latency (RunCoalesce)
+//
+// Their stacks (CapacityNames, CoalesceNames) run in interleaved rounds:
+// each round runs every stack once, in an order rotated by one stack per
+// round, and the figures are medians over the rounds.
 package scenario
