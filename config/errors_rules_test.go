@@ -261,3 +261,44 @@ func TestSourceErrorsNamedBySource(t *testing.T) {
 		t.Errorf("Load:\ngot  %v\nwant %s", err, want)
 	}
 }
+
+// TestHeaderNameCollisionsRejected guards that two headers switchboard
+// writes on an attempt cannot share a name (ignoring case): attempt_header
+// and an enabled idempotency key's header (its default included),
+// deadline.header and either of them; on a client and on a route, each
+// error naming the path, the value and where it was set. A disabled
+// idempotency key collides with nothing.
+func TestHeaderNameCollisionsRejected(t *testing.T) {
+	file := writeConfig(t, `clients:
+  billing:
+    retry:
+      attempt_header: idempotency-key
+      idempotency_key: {enabled: true}
+  search:
+    deadline: {header: X-Timeout-Ms}
+    retry:
+      attempt_header: x-timeout-ms
+  orders:
+    deadline: {header: X-Key}
+    routes:
+      "POST /v1/":
+        retry:
+          idempotency_key: {enabled: true, header: x-key}
+  quiet:
+    deadline: {header: Idempotency-Key}
+    retry:
+      attempt_header: Idempotency-Key
+`)
+	err := mustFail(t, config.Loader{File: file},
+		`clients.billing.retry.attempt_header: must differ from retry.idempotency_key.header ("Idempotency-Key"; names compare ignoring case), got "idempotency-key" (line 4)`,
+		`clients.search.retry.attempt_header: must differ from deadline.header ("X-Timeout-Ms"; names compare ignoring case), got "x-timeout-ms" (line 9)`,
+		`clients.orders.routes."POST /v1/".retry.idempotency_key.header: must differ from deadline.header ("X-Key"; names compare ignoring case) while idempotency_key is enabled, got "x-key" (line 15)`,
+		`clients.quiet.retry.attempt_header: must differ from deadline.header`,
+	)
+	if strings.Contains(err.Error(), "clients.quiet.retry.idempotency_key") || strings.Contains(err.Error(), "clients.quiet.retry.attempt_header: must differ from retry.idempotency_key") {
+		t.Errorf("Load error:\n%v\nwant no collision with a disabled idempotency key", err)
+	}
+	env := writeConfig(t, "clients:\n  billing:\n    retry: {attempt_header: X-Attempt}\n")
+	mustFail(t, config.Loader{File: env, EnvPrefix: "SB_", Environ: environ("SB_CLIENTS__BILLING__DEADLINE__HEADER=x-attempt")},
+		`clients.billing.retry.attempt_header: must differ from deadline.header ("x-attempt"; names compare ignoring case), got "X-Attempt" (line 3)`)
+}

@@ -25,7 +25,7 @@ import (
 // Secret values only enter the digest, never the output. Hash is safe for
 // concurrent use.
 func (c ClientConfig) Hash() string {
-	c.Retry, c.Coalesce = listDefaults(c.Retry), coalesceListDefaults(c.Coalesce)
+	c = withDefaults(c)
 	w := hashers.Get().(*leafHasher)
 	w.buf = w.buf[:0]
 	v := reflect.ValueOf(&c).Elem()
@@ -88,13 +88,17 @@ var (
 	defaultRetryableMethods = middleware.IdempotentMethods()
 	defaultCoalesceMethods  = middleware.DefaultCoalesceMethods()
 	defaultCoalesceVary     = middleware.DefaultCoalesceVaryHeaders()
+
+	defaultIdempotencyMethods = middleware.DefaultIdempotencyKeyMethods()
 )
 
-// listDefaults returns r with a nil RetryableStatus or RetryableMethods
-// replaced by the default list that middleware.Retry reads nil as, so that
-// Hash and Equal judge what the retry layer will do: nil and the default
-// list are alike, and an empty list, which retries nothing, differs from
-// both (a code-built change from nil to []int{} is a change).
+// listDefaults returns r with a nil RetryableStatus, RetryableMethods or
+// IdempotencyKey.Methods replaced by the default list that middleware.Retry
+// reads nil as, and an IdempotencyKey.Header of "" by the header "" means,
+// so that Hash and Equal judge what the retry layer will do: nil and the
+// default list are alike, and an empty list, which retries (or keys)
+// nothing, differs from both (a code-built change from nil to []int{} is a
+// change).
 func listDefaults(r middleware.RetrySettings) middleware.RetrySettings {
 	if r.RetryableStatus == nil {
 		r.RetryableStatus = defaultRetryableStatus
@@ -102,7 +106,26 @@ func listDefaults(r middleware.RetrySettings) middleware.RetrySettings {
 	if r.RetryableMethods == nil {
 		r.RetryableMethods = defaultRetryableMethods
 	}
+	if r.IdempotencyKey.Methods == nil {
+		r.IdempotencyKey.Methods = defaultIdempotencyMethods
+	}
+	if r.IdempotencyKey.Header == "" {
+		r.IdempotencyKey.Header = middleware.DefaultIdempotencyKeyHeader
+	}
 	return r
+}
+
+// withDefaults returns c with the blocks whose zero fields mean a default
+// (listDefaults, coalesceListDefaults, a deadline.format of "", which
+// middleware.PropagateDeadline reads as ms) filled in: the one place Hash,
+// Equal and ChangedKeys normalise a client's own blocks. Routes are not
+// touched here.
+func withDefaults(c ClientConfig) ClientConfig {
+	c.Retry, c.Coalesce = listDefaults(c.Retry), coalesceListDefaults(c.Coalesce)
+	if c.Deadline.Format == "" {
+		c.Deadline.Format = middleware.DeadlineMillis
+	}
+	return c
 }
 
 // coalesceListDefaults is listDefaults for the coalesce block: a nil
@@ -122,7 +145,7 @@ func coalesceListDefaults(s middleware.CoalesceSettings) middleware.CoalesceSett
 // settings and to each route's (the routes map is copied, c's is not
 // changed): the settings as Hash and Equal judge them.
 func withListDefaults(c ClientConfig) ClientConfig {
-	c.Retry, c.Coalesce = listDefaults(c.Retry), coalesceListDefaults(c.Coalesce)
+	c = withDefaults(c)
 	if c.Routes != nil {
 		routes := make(map[string]RouteConfig, len(c.Routes))
 		for p, r := range c.Routes {
@@ -180,8 +203,7 @@ func (c Config) ReferencedFiles() []string {
 // one. It compares every key of the key table, then the routes. It is safe
 // for concurrent use.
 func (c ClientConfig) Equal(o ClientConfig) bool {
-	c.Retry, o.Retry = listDefaults(c.Retry), listDefaults(o.Retry)
-	c.Coalesce, o.Coalesce = coalesceListDefaults(c.Coalesce), coalesceListDefaults(o.Coalesce)
+	c, o = withDefaults(c), withDefaults(o)
 	cv, ov := reflect.ValueOf(&c).Elem(), reflect.ValueOf(&o).Elem()
 	// keyTable is in declaration order, so a block's keys come together:
 	// each block is looked up once, not once per key.

@@ -77,9 +77,8 @@ func TestHashMatchesLegacyHash(t *testing.T) {
 			c := Default()
 			tt.mutate(&c)
 			// Hash reads a nil retry or coalesce list as its default
-			// (listDefaults, coalesceListDefaults).
-			norm := c
-			norm.Retry, norm.Coalesce = listDefaults(c.Retry), coalesceListDefaults(c.Coalesce)
+			// (withDefaults).
+			norm := withDefaults(c)
 			if got, want := c.Hash(), legacyHash(norm); got != want {
 				t.Fatalf("got %s, want %s", got, want)
 			}

@@ -169,3 +169,32 @@ func TestChangedKeysSeesAListItemSplitDifferently(t *testing.T) {
 		t.Fatalf("ChangedKeys: got %+v, want retry.retryable_methods changed", got)
 	}
 }
+
+// TestZeroIdempotencyAndDeadlineFieldsMeanTheirDefaults: a config built in
+// code with retry.idempotency_key.methods nil, its header "" and
+// deadline.format "" behaves as the defaults those zero values mean, so
+// Equal, Hash and ChangedKeys see no change against the explicit defaults
+// (a reload would otherwise rebuild the client for nothing), on the client
+// and on a route; an empty methods list (no method keyed) is a change.
+func TestZeroIdempotencyAndDeadlineFieldsMeanTheirDefaults(t *testing.T) {
+	explicit, zero := config.Default(), config.Default()
+	explicit.Retry.IdempotencyKey.Enabled, zero.Retry.IdempotencyKey.Enabled = true, true
+	zero.Retry.IdempotencyKey.Methods, zero.Retry.IdempotencyKey.Header = nil, ""
+	zero.Deadline.Format = ""
+	explicit.Routes = map[string]config.RouteConfig{"/v1/": {Retry: explicit.Retry}}
+	zero.Routes = map[string]config.RouteConfig{"/v1/": {Retry: zero.Retry}}
+	if !zero.Equal(explicit) || !explicit.Equal(zero) {
+		t.Error("Equal(zero fields, explicit defaults): got false, want true")
+	}
+	if zero.Hash() != explicit.Hash() {
+		t.Error("Hash: zero fields and explicit defaults differ, want alike")
+	}
+	if keys := config.ChangedKeys(zero, explicit); len(keys) != 0 {
+		t.Errorf("ChangedKeys: got %v, want none", keys)
+	}
+	none := explicit
+	none.Retry.IdempotencyKey.Methods = []string{}
+	if none.Equal(zero) || none.Hash() == zero.Hash() {
+		t.Error("methods: [] (none) against nil (the default): want a change")
+	}
+}

@@ -119,6 +119,7 @@ func validateRoutes(v *validator, c ClientConfig, strict bool, clientErrs []*Fie
 		validateLeaves(rv, rc, strict, routeAllowed)
 		validateHeaders(rv, rc.Headers)
 		validateRetry(rv, rc.Retry, rc.Timeout)
+		validateHeaderNames(rv, rc.Retry, c.Deadline.Header, false)
 		for _, fe := range rv.errs {
 			if !seen[strings.TrimPrefix(fe.Path, rp+".")+"\x00"+fe.Msg] {
 				v.errs = append(v.errs, fe)

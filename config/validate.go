@@ -115,8 +115,46 @@ func validateClient(prefix string, c ClientConfig, strict bool) []*FieldError {
 	if h := c.Deadline.Header; h != "" && !isToken(h) {
 		v.fail("deadline.header", "must be an HTTP header name, got %s", quoteShort(h))
 	}
+	validateHeaderNames(v, c.Retry, c.Deadline.Header, true)
 	validateRoutes(v, c, strict, slices.Clone(v.errs))
 	return v.errs
+}
+
+// validateHeaderNames rejects two of the headers switchboard writes on an
+// attempt sharing one name (case-insensitively, as HTTP compares names):
+// retry.attempt_header, retry.idempotency_key.header (when enabled; ""
+// is its default) and deadline (the client's deadline.header, which a
+// route inherits). One would overwrite the other on the wire. A collision
+// with deadline.header is reported at the retry key, so that a route that
+// inherits the client's collision repeats the client's error word for word
+// (and validateRoutes leaves it out); about names deadline.header for the
+// client only (a route has none of its own).
+func validateHeaderNames(v *validator, r middleware.RetrySettings, deadline string, client bool) {
+	attempt, idem := r.AttemptHeader, ""
+	if r.IdempotencyKey.Enabled {
+		if idem = r.IdempotencyKey.Header; idem == "" {
+			idem = middleware.DefaultIdempotencyKeyHeader
+		}
+	}
+	if attempt != "" && idem != "" && strings.EqualFold(attempt, idem) {
+		v.failAbout("retry.attempt_header", []string{"retry.idempotency_key.header", "retry.idempotency_key.enabled"},
+			"must differ from retry.idempotency_key.header (%s; names compare ignoring case), got %s", quoteShort(idem), quoteShort(attempt))
+	}
+	if deadline == "" {
+		return
+	}
+	var about []string
+	if client {
+		about = []string{"deadline.header"}
+	}
+	if attempt != "" && strings.EqualFold(attempt, deadline) {
+		v.failAbout("retry.attempt_header", about,
+			"must differ from deadline.header (%s; names compare ignoring case), got %s", quoteShort(deadline), quoteShort(attempt))
+	}
+	if idem != "" && strings.EqualFold(idem, deadline) {
+		v.failAbout("retry.idempotency_key.header", append(about, "retry.idempotency_key.enabled"),
+			"must differ from deadline.header (%s; names compare ignoring case) while idempotency_key is enabled, got %s", quoteShort(deadline), quoteShort(idem))
+	}
 }
 
 func validateHeaders(v *validator, h map[string]string) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -417,8 +418,26 @@ func (r *Registry) retire(old, g *generation) {
 // should stay on unnoticed. It also warns, on every load, of a
 // bulkhead.max_concurrent that mode adaptive does not read: a WARN, not
 // an error, since defaults may hold it for the static clients beside
-// an adaptive one, and a switch back to static reads it again.
+// an adaptive one, and a switch back to static reads it again. So does
+// an idempotency key enabled with an empty methods list (on the client or
+// a route): it keys nothing, which is valid but almost surely not what
+// was meant.
 func (r *Registry) warnInsecure(p *pipeline) {
+	section := sectionOf(p.name, p.in.defined)
+	keysNothing := func(k middleware.IdempotencyKeySettings) bool {
+		return k.Enabled && k.Methods != nil && len(k.Methods) == 0
+	}
+	clientNoop := keysNothing(p.in.cfg.Retry.IdempotencyKey)
+	if clientNoop {
+		r.log.Warn("retry.idempotency_key is enabled with methods: []: no request gets a key",
+			"client", p.name, "key", section+".retry.idempotency_key.methods")
+	}
+	for _, pat := range slices.Sorted(maps.Keys(p.in.cfg.Routes)) {
+		if !clientNoop && keysNothing(p.in.cfg.Routes[pat].Retry.IdempotencyKey) {
+			r.log.Warn("retry.idempotency_key is enabled with methods: []: no request gets a key",
+				"client", p.name, "key", section+"."+config.RouteKey(pat, "retry.idempotency_key.methods"))
+		}
+	}
 	if p.in.cfg.TLS.InsecureSkipVerify && r.opts.Base == nil {
 		r.log.Warn("tls.insecure_skip_verify is on: the server's certificate is not verified",
 			"client", p.name, "key", sectionOf(p.name, p.in.defined)+".tls.insecure_skip_verify")

@@ -239,8 +239,9 @@ func (r *Registry) chain(p *pipeline, s config.RouteConfig, ev *middleware.Event
 		layers = append(layers, p.limiter.Layer(r.events(name, p.groups[ComponentRateLimit], p.in.cfg.Logging.Events), s.Retry.MaxBackoff))
 	}
 	// The time left is measured after the wait for a token, and set before
-	// Headers, so that it beats a configured header of the same name (the
-	// caller's own still wins).
+	// Headers, so that it beats a configured header of the same name on a
+	// request with a deadline (the caller's own still wins; without a
+	// deadline the configured value goes out).
 	layers = append(layers, middleware.PropagateDeadline(p.in.cfg.Deadline))
 	layers = append(layers, middleware.Headers(s.Headers, middleware.HeadersOptions{Events: ev}))
 	return middleware.Chain(layers...)(lower)

@@ -188,3 +188,34 @@ func TestDeadlineHeaderOnRoutes(t *testing.T) {
 		}
 	})
 }
+
+// TestDeadlineHeaderBeatsAHeadersEntry: the deadline header is set before
+// the Headers layer, so a `headers:` entry of the same name is not sent
+// when the request has a deadline (the time left is, once); without a
+// deadline no time left is sent and the entry's value goes out as any
+// `headers:` entry does.
+func TestDeadlineHeaderBeatsAHeadersEntry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := config.Default()
+		c.Deadline.Header = "X-Deadline"
+		c.Headers = map[string]string{"x-deadline": "999999"}
+		withTimeout, without := c, c
+		withTimeout.Timeout, without.Timeout = 2*time.Second, 0
+		backend := fakert.New()
+		r, err := factory.New(config.Config{Defaults: config.Default(), Clients: map[string]config.ClientConfig{"timed": withTimeout, "untimed": without}},
+			factory.Options{Logger: discard(), Base: backend})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		get(t, r.Get("timed"), "http://billing.test/v1/charges")
+		get(t, r.Get("untimed"), "http://billing.test/v1/charges")
+		seen := backend.Requests()
+		if got := seen[0].Header.Values("X-Deadline"); !slices.Equal(got, []string{"2000"}) {
+			t.Errorf("with a deadline: X-Deadline %q, want only the time left [2000]", got)
+		}
+		if got := seen[1].Header.Values("X-Deadline"); !slices.Equal(got, []string{"999999"}) {
+			t.Errorf("without a deadline: X-Deadline %q, want the headers: entry [999999]", got)
+		}
+	})
+}

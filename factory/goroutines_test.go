@@ -27,13 +27,17 @@ type traceKey struct{}
 // context under it, and cancels that once the response body is closed. It
 // answers in memory, so that no connection goroutine blurs the count.
 type valueBase struct {
-	peak atomic.Int64 // highest runtime.NumGoroutine seen inside RoundTrip
+	peak   atomic.Int64 // highest runtime.NumGoroutine seen inside RoundTrip
+	tagged atomic.Int64 // requests that carried an Idempotency-Key and an X-Timeout-Ms
 }
 
 func (b *valueBase) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := context.WithValue(req.Context(), traceKey{}, "span")
 	ctx, cancel := context.WithCancel(ctx)
 	req = req.WithContext(ctx)
+	if req.Header.Get("Idempotency-Key") != "" && req.Header.Get("X-Timeout-Ms") != "" {
+		b.tagged.Add(1)
+	}
 	for n := int64(runtime.NumGoroutine()); ; {
 		if p := b.peak.Load(); n <= p || b.peak.CompareAndSwap(p, n) {
 			break
@@ -77,7 +81,8 @@ func goroutinesCreated() (uint64, bool) {
 // library's contexts no configuration starts one: 1,000 requests from 8
 // workers, with timeout and attempt_timeout set, leave the goroutine count
 // within a constant of the workers, and create no more goroutines than the
-// workers themselves.
+// workers themselves. Idempotency keys and the deadline header, on for
+// every request in one case, start none either.
 func TestNoGoroutinePerRequestUnderAValueWrappingBase(t *testing.T) {
 	const workers, requests = 8, 1000
 	withTimeouts := func(c *config.ClientConfig) {
@@ -85,9 +90,10 @@ func TestNoGoroutinePerRequestUnderAValueWrappingBase(t *testing.T) {
 		c.Retry.AttemptTimeout = 10 * time.Second
 	}
 	tests := []struct {
-		name  string
-		setup func(c *config.ClientConfig)
-		hooks factory.Hooks
+		name   string
+		setup  func(c *config.ClientConfig)
+		hooks  factory.Hooks
+		tagged bool // every request must reach the base with both headers
 	}{
 		{name: "timeouts", setup: withTimeouts},
 		{name: "every layer", setup: func(c *config.ClientConfig) {
@@ -97,6 +103,11 @@ func TestNoGoroutinePerRequestUnderAValueWrappingBase(t *testing.T) {
 			c.Bulkhead = middleware.BulkheadSettings{MaxConcurrent: 64, MaxWait: time.Second}
 			c.RateLimit = middleware.RateLimitSettings{RequestsPerSecond: 1e9, Burst: 1 << 20}
 			c.Logging.Level = middleware.LogInfo
+		}},
+		{name: "idempotency key and deadline header", tagged: true, setup: func(c *config.ClientConfig) {
+			withTimeouts(c)
+			c.Retry.IdempotencyKey = middleware.IdempotencyKeySettings{Enabled: true, Methods: []string{"GET"}}
+			c.Deadline = middleware.DeadlineSettings{Header: "X-Timeout-Ms"}
 		}},
 		{name: "adaptive bulkhead", setup: func(c *config.ClientConfig) {
 			withTimeouts(c)
@@ -149,6 +160,9 @@ func TestNoGoroutinePerRequestUnderAValueWrappingBase(t *testing.T) {
 				t.Fatal(err)
 			}
 			created1, _ := goroutinesCreated()
+			if got := base.tagged.Load(); tt.tagged && got != requests+1 {
+				t.Errorf("requests with an idempotency key and a deadline header: got %d, want %d", got, requests+1)
+			}
 
 			// Each worker is one goroutine; anything per request would grow
 			// with the requests in flight (up to 8) and show in the count

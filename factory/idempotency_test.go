@@ -1,8 +1,10 @@
 package factory_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/switchboard-http/switchboard/config"
 	"github.com/switchboard-http/switchboard/factory"
 	"github.com/switchboard-http/switchboard/internal/fakert"
+	"github.com/switchboard-http/switchboard/internal/logcapture"
 )
 
 // keyLog is a backend that answers 503 to the first two requests of each
@@ -191,5 +194,97 @@ clients:
 	_, key, _ := strings.Cut(keys[0], " ")
 	if _, hop, _ := strings.Cut(keys[1], " "); key == "" || hop != key {
 		t.Errorf("requests %q: want the redirect hop to carry the first request's key", keys)
+	}
+}
+
+// TestIdempotencyKeyRedirectLoopback: over real sockets, a POST redirected
+// with 307 to another origin (another server) reaches it with a new key,
+// never the first origin's; a POST answered 303 is followed by a GET
+// (keyed too, here) with a new key, not the POST's.
+func TestIdempotencyKeyRedirectLoopback(t *testing.T) {
+	var mu sync.Mutex
+	var keys []string
+	record := func(r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		keys = append(keys, r.Method+" "+r.Header.Get("Idempotency-Key"))
+		mu.Unlock()
+	}
+	other := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		record(r)
+		w.WriteHeader(http.StatusCreated)
+	})
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		record(r)
+		switch r.URL.Path {
+		case "/elsewhere":
+			http.Redirect(w, r, other.URL+"/v1/charges", http.StatusTemporaryRedirect)
+		case "/see-other":
+			http.Redirect(w, r, "/v1/charges/1", http.StatusSeeOther)
+		default:
+			w.WriteHeader(http.StatusOK)
+		}
+	})
+	r, _ := openFile(t, `
+clients:
+  billing:
+    retry: {idempotency_key: {enabled: true, methods: [POST, GET]}}
+`, factory.Options{NoWatch: true, Logger: discard()})
+	for _, path := range []string{"/elsewhere", "/see-other"} {
+		mu.Lock()
+		keys = nil
+		mu.Unlock()
+		resp, err := r.Get("billing").Post(srv.URL+path, "application/json", strings.NewReader(`{"amount":100}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		mu.Lock()
+		got := append([]string(nil), keys...)
+		mu.Unlock()
+		if len(got) != 2 {
+			t.Fatalf("%s: requests %q, want 2", path, got)
+		}
+		_, k1, _ := strings.Cut(got[0], " ")
+		_, k2, _ := strings.Cut(got[1], " ")
+		if k1 == "" || k2 == "" || k1 == k2 {
+			t.Errorf("%s: requests %q, want the hop to carry a new key of its own", path, got)
+		}
+	}
+}
+
+// TestIdempotencyKeyWithNoMethodsIsLogged: retry.idempotency_key enabled
+// with methods: [] is valid but keys nothing; a load logs a WARN naming the
+// key, on the client or on the route that sets it (once, not per route,
+// when the client's own setting is the no-op).
+func TestIdempotencyKeyWithNoMethodsIsLogged(t *testing.T) {
+	logger, logs := logcapture.New()
+	openFile(t, `
+clients:
+  billing:
+    retry: {idempotency_key: {enabled: true, methods: []}}
+    routes:
+      "POST /v1/": {timeout: 5s}
+  orders:
+    routes:
+      "POST /v1/": {retry: {idempotency_key: {enabled: true, methods: []}}}
+  search:
+    retry: {idempotency_key: {enabled: true}}
+`, factory.Options{NoWatch: true, Logger: logger})
+	var got []string
+	for _, rec := range logs.Records(t, "retry.idempotency_key is enabled with methods: []: no request gets a key") {
+		if rec["level"] != "WARN" {
+			t.Errorf("got %v, want a WARN", rec)
+		}
+		got = append(got, fmt.Sprint(rec["client"], " ", rec["key"]))
+	}
+	slices.Sort(got)
+	want := []string{
+		"billing clients.billing.retry.idempotency_key.methods",
+		`orders clients.orders.routes."POST /v1/".retry.idempotency_key.methods`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("WARNs: got %q, want %q", got, want)
 	}
 }

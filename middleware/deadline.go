@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -43,7 +44,13 @@ func DefaultDeadlineSettings() DeadlineSettings { return DeadlineSettings{Format
 // maxGRPCTimeoutValue is the largest value grpc-timeout allows: 8 digits.
 const maxGRPCTimeoutValue = 99_999_999
 
-// grpcUnits are grpc-timeout's units, finest first.
+// This array's length is negative, and the package does not compile,
+// unless every time.Duration, written in hours,
+// fits grpc-timeout's 8 digits: (2^63-1)ns is 2,562,047 hours, so
+// FormatDeadline's coarsest unit needs no fallback.
+var _ [maxGRPCTimeoutValue - math.MaxInt64/int64(time.Hour)]struct{}
+
+// grpcUnits are grpc-timeout's units, finest first; the last is hours.
 var grpcUnits = [...]struct {
 	d    time.Duration
 	unit string
@@ -63,14 +70,15 @@ func FormatDeadline(left time.Duration, format DeadlineFormat) string {
 	case DeadlineSeconds:
 		return strconv.FormatInt(int64(left/time.Second), 10)
 	case DeadlineGRPC:
-		for _, u := range grpcUnits {
+		last := len(grpcUnits) - 1
+		for _, u := range grpcUnits[:last] {
 			if v := int64(left / u.d); v <= maxGRPCTimeoutValue {
 				return strconv.FormatInt(v, 10) + u.unit
 			}
 		}
-		// Longer than 99,999,999 hours (no time.Duration is): the most it
-		// can say.
-		return strconv.Itoa(maxGRPCTimeoutValue) + "H"
+		// Hours always fit: the longest time.Duration is 2,562,047 hours
+		// (the array above grpcUnits checks it at compile time).
+		return strconv.FormatInt(int64(left/grpcUnits[last].d), 10) + grpcUnits[last].unit
 	default:
 		return strconv.FormatInt(left.Milliseconds(), 10)
 	}

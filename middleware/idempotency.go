@@ -26,13 +26,15 @@ func DefaultIdempotencyKeyMethods() []string { return []string{"POST", "PATCH"} 
 // zero value is off. A plain value.
 //
 // With Enabled, a request whose method is in Methods and that carries no
-// non-empty Header gets one: a new key per logical call, the same on every
-// retry and every hedged copy of that call, so that a server that keeps the
-// keys it has seen (Stripe's and the IETF draft's contract) runs the call
-// once however often it arrives; a redirect hop that keeps the method
-// (307, 308) carries the key of the hop before it. A key the caller set is
-// kept, never replaced. Those methods then count as eligible for retries and hedging,
-// as RetryableMethods are; every other gate (attempts left, a replayable
+// Header (in any case of its letters, with any value) gets one: a new key
+// per logical call, the same on every retry and every hedged copy of that
+// call, so that a server that keeps the keys it has seen (Stripe's and the
+// IETF draft's contract) runs the call once however often it arrives. A
+// redirect hop that resends the same request to the same origin (a 307 or
+// 308 that keeps the method) carries the key of the hop before it; any
+// other hop gets a new one. A key the caller set is kept, never replaced.
+// Those methods then count as eligible for retries and hedging, as
+// RetryableMethods are; every other gate (attempts left, a replayable
 // body, a retryable outcome, the budget) still applies.
 type IdempotencyKeySettings struct {
 	// Enabled sends keys and makes Methods retryable.
@@ -87,22 +89,34 @@ func (k *idempotencyKeys) covers(method string) bool {
 }
 
 // forCall returns the key that every attempt of the logical call req is to
-// carry: a new one when req's method is covered and req carries no
-// non-empty key of its own, else "" (no key, or the caller's, which its
-// Header already holds and every attempt copies). A redirect hop of a
-// covered method (a 307 or 308, which keeps the method and body) is the
-// same logical call: it gets the key the previous hop was sent with, as
-// http.Client copies a caller's own key onto every hop. It is called once
+// carry: a new one when req's method is covered and req carries no key of
+// its own, else "" (no key, or the caller's, which its Header already
+// holds and every attempt copies). A header of that name in any case of
+// its letters counts as the caller's, whatever its value, even empty: it
+// is kept as it is, as PropagateDeadline and Headers keep the caller's
+// headers, and no second key is added beside it.
+//
+// A redirect hop carries the key the previous hop was sent with only when
+// it is the same request to the same server: the response that caused it
+// was a 307 or 308 (which keep the method and the body), the hop keeps the
+// previous hop's method, and it goes to the previous hop's origin (scheme,
+// host, port; as sameOrigin compares them for Headers). Any other hop gets
+// a new key: after a 301, 302 or 303 the hop is a different request (a GET
+// after a POST: a server that saw one key on two different requests
+// rejects the second), and a hop to another origin is, to that server, a
+// new request — and the key, a header IsSensitiveHeader counts as a
+// credential, is never sent to an origin other than the one it was made
+// for, as Headers withholds such headers across origins. It is called once
 // per logical call (per hop), before the first attempt.
 func (k *idempotencyKeys) forCall(req *http.Request) (string, error) {
 	method := req.Method
 	if method == "" {
 		method = http.MethodGet
 	}
-	if !k.covers(method) || req.Header.Get(k.header) != "" {
+	if !k.covers(method) || k.callerSet(req.Header) {
 		return "", nil
 	}
-	if prev := req.Response; prev != nil && prev.Request != nil {
+	if prev := req.Response; prev != nil && prev.Request != nil && keepsRequest(prev, req) {
 		if key := prev.Request.Header.Get(k.header); key != "" {
 			return key, nil
 		}
@@ -117,4 +131,35 @@ func (k *idempotencyKeys) forCall(req *http.Request) (string, error) {
 		return "", fmt.Errorf("switchboard: make idempotency key: %w", err)
 	}
 	return id.String(), nil
+}
+
+// callerSet reports whether h has a header named k.header in any case of
+// its letters (h["idempotency-key"], set without canonicalising, too).
+func (k *idempotencyKeys) callerSet(h http.Header) bool {
+	if _, ok := h[k.header]; ok {
+		return true
+	}
+	for name := range h {
+		if strings.EqualFold(name, k.header) {
+			return true
+		}
+	}
+	return false
+}
+
+// keepsRequest reports whether req, the hop http.Client sent after prev,
+// resends prev's request as it was: prev is a 307 or 308, req has the
+// method of the request prev answered, and goes to its origin.
+func keepsRequest(prev *http.Response, req *http.Request) bool {
+	if prev.StatusCode != http.StatusTemporaryRedirect && prev.StatusCode != http.StatusPermanentRedirect {
+		return false
+	}
+	pm, m := prev.Request.Method, req.Method
+	if pm == "" {
+		pm = http.MethodGet
+	}
+	if m == "" {
+		m = http.MethodGet
+	}
+	return pm == m && sameOrigin(prev.Request.URL, req.URL)
 }

@@ -388,3 +388,153 @@ func TestIdempotencyKeyZeroSettingsInCode(t *testing.T) {
 		})
 	}
 }
+
+// hopAfter returns a redirect hop of method to url that http.Client sends
+// after a response of status to prev.
+func hopAfter(t *testing.T, prev *http.Request, status int, method, url string) *http.Request {
+	t.Helper()
+	var body *strings.Reader
+	if method != http.MethodGet {
+		body = strings.NewReader(`{"amount":100}`)
+	}
+	var req *http.Request
+	var err error
+	if body != nil {
+		req, err = http.NewRequest(method, url, body)
+	} else {
+		req, err = http.NewRequest(method, url, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Response = &http.Response{StatusCode: status, Request: prev}
+	return req
+}
+
+// TestIdempotencyKeyRedirectHop: a redirect hop carries the previous hop's
+// key only when it resends the same request to the same origin (307 or
+// 308, same method, same scheme, host and port); a hop after a 303 (a GET
+// after the POST, GET being keyed too), after a 301/302, or to another
+// origin gets a new key of its own.
+func TestIdempotencyKeyRedirectHop(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+		method string
+		url    string
+		reuse  bool
+	}{
+		{"307 same origin", http.StatusTemporaryRedirect, http.MethodPost, "http://svc.test/v2/charges", true},
+		{"308 same origin, host case", http.StatusPermanentRedirect, http.MethodPost, "http://SVC.test:80/v2/charges", true},
+		{"307 other host", http.StatusTemporaryRedirect, http.MethodPost, "http://other.test/v1/charges", false},
+		{"307 other port", http.StatusTemporaryRedirect, http.MethodPost, "http://svc.test:8080/v1/charges", false},
+		{"307 other scheme", http.StatusTemporaryRedirect, http.MethodPost, "https://svc.test/v1/charges", false},
+		{"303 to GET", http.StatusSeeOther, http.MethodGet, "http://svc.test/v1/charges/1", false},
+		{"302 keeping POST", http.StatusFound, http.MethodPost, "http://svc.test/v2/charges", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := idemSettings()
+				s.IdempotencyKey.Methods = []string{"POST", "GET"}
+				prev := postReq(t, http.MethodPost)
+				prev.Header.Set("Idempotency-Key", "first-hop-key")
+				rt := fakert.Status(200)
+				resp, err := middleware.Retry(s, middleware.RetryOptions{ReadOnlyBelow: true})(rt).RoundTrip(hopAfter(t, prev, tc.status, tc.method, tc.url))
+				if err != nil {
+					t.Fatal(err)
+				}
+				readAll(t, resp)
+				got := oneKey(t, rt, "Idempotency-Key")
+				if tc.reuse {
+					if got != "first-hop-key" {
+						t.Errorf("key: got %q, want the previous hop's", got)
+					}
+					return
+				}
+				if got == "first-hop-key" {
+					t.Fatalf("key: got the previous hop's, want a new one")
+				}
+				checkUUIDv4(t, got)
+			})
+		})
+	}
+}
+
+// TestIdempotencyKeyCallersHeaderPresence: a caller's header counts by its
+// presence, in any case of its name and whatever its value: an empty value
+// is sent as it is (no key added), and one set as h["idempotency-key"]
+// is sent alone, never beside a second, generated key.
+func TestIdempotencyKeyCallersHeaderPresence(t *testing.T) {
+	for _, tc := range []struct {
+		name, key, value string
+	}{
+		{"empty value", "Idempotency-Key", ""},
+		{"lower-case name", "idempotency-key", "order-42"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := fakert.Status(503, 200)
+				req := postReq(t, http.MethodPost)
+				req.Header[tc.key] = []string{tc.value}
+				resp, err := middleware.Retry(idemSettings(), middleware.RetryOptions{ReadOnlyBelow: true})(rt).RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				readAll(t, resp)
+				if rt.Calls() != 2 {
+					t.Fatalf("attempts: got %d, want 2", rt.Calls())
+				}
+				for i, r := range rt.Requests() {
+					var sent []string
+					for name, v := range r.Header {
+						if strings.EqualFold(name, "Idempotency-Key") {
+							sent = append(sent, name+"="+strings.Join(v, ","))
+						}
+					}
+					if want := tc.key + "=" + tc.value; len(sent) != 1 || sent[0] != want {
+						t.Errorf("attempt %d: sent %q, want only the caller's %q", i+1, sent, want)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestIdempotencyKeyOnHedgeFallbackToOneCopy: hedging that sends no extra
+// copy still keys the call: with no hedges and no retries allowed (the
+// single-copy path, here by the call's Overrides), and with a body that cannot be replayed (no GetBody,
+// larger than max_buffered_body), the one POST carries a UUIDv4 key.
+func TestIdempotencyKeyOnHedgeFallbackToOneCopy(t *testing.T) {
+	hedge := middleware.HedgeSettings{Enabled: true, Delay: 100 * time.Millisecond}
+	for _, tc := range []struct {
+		name  string
+		setup func(s *middleware.RetrySettings, req *http.Request) *http.Request
+	}{
+		{"no extra copy", func(_ *middleware.RetrySettings, req *http.Request) *http.Request {
+			zero := 0 // the call's own max_retries: 0 leaves no copy to hedge with
+			return req.WithContext(middleware.WithOverrides(req.Context(), middleware.Overrides{MaxRetries: &zero}))
+		}},
+		{"body not replayable", func(s *middleware.RetrySettings, req *http.Request) *http.Request {
+			s.MaxBufferedBody = 4
+			req.GetBody = nil
+			return req
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := idemSettings()
+				req := tc.setup(&s, postReq(t, http.MethodPost))
+				rt := fakert.Status(200)
+				resp, err := middleware.Hedge(hedge, s, middleware.HedgeOptions{ReadOnlyBelow: true})(rt).RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				readAll(t, resp)
+				if rt.Calls() != 1 {
+					t.Fatalf("copies: got %d, want 1", rt.Calls())
+				}
+				checkUUIDv4(t, oneKey(t, rt, "Idempotency-Key"))
+			})
+		})
+	}
+}

@@ -45,7 +45,10 @@ var sensitiveHeaderWords = [...]string{"auth", "token", "secret", "key", "passwo
 // the one decision of "is this header a credential": output (Settings,
 // Status, the status JSON, explain) shows such values as Redacted
 // (RedactHeaders), and Headers sends such headers only to the origin of
-// the call's first request. It is safe for concurrent use.
+// the call's first request. The idempotency key (Idempotency-Key contains
+// "key") follows it too: a key is only sent to the origin it was made
+// for, and a redirect hop to another origin gets a new one. It is safe
+// for concurrent use.
 func IsSensitiveHeader(name string) bool {
 	n := strings.ToLower(name)
 	for _, w := range sensitiveHeaderWords {

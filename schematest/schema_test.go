@@ -25,6 +25,7 @@ var outOfReach = map[string]string{
 	// would reject valid files too.
 	"attempt_timeout_inherited.yaml": "attempt_timeout < timeout spans defaults and the client",
 	"attempt_timeout_not_less.yaml":  "attempt_timeout < timeout compares two values",
+	"header_name_collision.yaml":     "header names compared with each other, ignoring case",
 	"cert_without_key.yaml":          "key_file may come from defaults",
 	"credential_without_host.yaml":   "auth.host may come from defaults",
 	// The file system.

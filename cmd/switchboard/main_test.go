@@ -106,6 +106,7 @@ func TestCommands(t *testing.T) {
 		{"validate_clients", nil, []string{"validate", valid + "clients.yaml"}, exitOK},
 		{"validate_full", nil, []string{"validate", valid + "full.yaml"}, exitOK},
 		{"validate_minimal", nil, []string{"validate", valid + "minimal.yaml"}, exitOK},
+		{"validate_warnings", nil, []string{"validate", "testdata/warnings.yaml"}, exitOK},
 		{"validate_missing_file", nil, []string{"validate", "no-such-file.yaml"}, exitInvalid},
 		{"validate_json_ok", nil, []string{"validate", "--json", valid + "clients.yaml"}, exitOK},
 		{"validate_json_errors", nil, []string{"validate", "--json", invalid + "many_errors.yaml"}, exitInvalid},

@@ -4,9 +4,12 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/switchboard-http/switchboard/config"
+	"github.com/switchboard-http/switchboard/middleware"
 )
 
 const validateAbout = `Check FILE as the service would load it: every key, type, range and contradiction,
@@ -108,6 +111,29 @@ func warningsOf(cfg config.Config) []string {
 	for _, name := range sortedNames(cfg) {
 		if cfg.Clients[name].TLS.InsecureSkipVerify && !cfg.Defaults.TLS.InsecureSkipVerify {
 			out = append(out, "clients."+name+".tls.insecure_skip_verify is true: certificates are not verified")
+		}
+	}
+	// An idempotency key enabled with methods: [] keys nothing; named
+	// where it is set (defaults, a client, a route), not where inherited.
+	const keysNothing = " is enabled with methods: []: no request gets a key"
+	noop := func(r middleware.RetrySettings) bool {
+		k := r.IdempotencyKey
+		return k.Enabled && k.Methods != nil && len(k.Methods) == 0
+	}
+	defNoop := noop(cfg.Defaults.Retry)
+	if defNoop {
+		out = append(out, "defaults.retry.idempotency_key"+keysNothing)
+	}
+	for _, name := range sortedNames(cfg) {
+		c := cfg.Clients[name]
+		cNoop := noop(c.Retry)
+		if cNoop && !defNoop {
+			out = append(out, "clients."+name+".retry.idempotency_key"+keysNothing)
+		}
+		for _, p := range slices.Sorted(maps.Keys(c.Routes)) {
+			if noop(c.Routes[p].Retry) && !cNoop {
+				out = append(out, "clients."+name+"."+config.RouteKey(p, "retry.idempotency_key")+keysNothing)
+			}
 		}
 	}
 	return out
