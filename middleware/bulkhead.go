@@ -74,6 +74,7 @@ type Bulkhead struct {
 	// an event (limitMoved); wait is MaxWait, for the adaptive path.
 	adaptive atomic.Pointer[adaptiveGen]
 	reported atomic.Int64
+	reportMu sync.Mutex // orders limitMoved's read of the limit and reported
 	wait     atomic.Int64
 
 	mu      sync.Mutex
@@ -151,7 +152,7 @@ func (b *Bulkhead) Update(s BulkheadSettings) {
 		p.Drop()
 	}
 	if clamped > 0 {
-		b.limitMoved(clamped)
+		b.limitMoved()
 	}
 }
 

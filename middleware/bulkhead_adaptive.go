@@ -141,24 +141,34 @@ func (b *Bulkhead) updateAdaptiveLocked(s BulkheadSettings) (drop []adaptivelimi
 	return drop, clamped
 }
 
-// limitMoved reports the limit n after a change: an EventBulkheadLimitChanged
-// when it moved by 10 % or more from the last reported value. endAdaptive
-// calls it after a permit of the serving limiter was given back, Update
-// after new bounds clamped the limit; neither holds a lock, so an
-// Observer that panics panics in that caller, as any other event's would.
-func (b *Bulkhead) limitMoved(n int) {
-	for {
-		last := b.reported.Load()
-		if diff := int64(n) - last; diff*diff*100 < last*last { // |n - last| < 10 % of last
-			return
-		}
-		if b.reported.CompareAndSwap(last, int64(n)) {
-			ctx := context.Background()
-			if b.ev.on(ctx, slog.LevelInfo) {
-				b.ev.Emit(ctx, slog.LevelInfo, Event{Name: EventBulkheadLimitChanged, OldLimit: int(last), NewLimit: n})
-			}
-			return
-		}
+// limitMoved reports the serving limiter's limit after a change: an
+// EventBulkheadLimitChanged when it moved by 10 % or more from the last
+// reported value. endAdaptive calls it after a permit of the serving
+// limiter was given back, Update after new bounds clamped the limit. The
+// limit is read and compared under reportMu, so that of two calls ending
+// at once the one that read an older limit cannot report it after the
+// other reported a newer one (which left reported stale); the event is
+// emitted after the lock, so an Observer that panics panics in that
+// caller, as any other event's would, and one that calls through this
+// bulkhead cannot deadlock on it.
+func (b *Bulkhead) limitMoved() {
+	b.reportMu.Lock()
+	g := b.adaptive.Load()
+	if g == nil {
+		b.reportMu.Unlock()
+		return
+	}
+	n := int64(g.lim.Limit())
+	last := b.reported.Load()
+	if diff := n - last; diff*diff*100 < last*last { // |n - last| < 10 % of last
+		b.reportMu.Unlock()
+		return
+	}
+	b.reported.Store(n)
+	b.reportMu.Unlock()
+	ctx := context.Background()
+	if b.ev.on(ctx, slog.LevelInfo) {
+		b.ev.Emit(ctx, slog.LevelInfo, Event{Name: EventBulkheadLimitChanged, OldLimit: int(last), NewLimit: int(n)})
 	}
 }
 
@@ -174,11 +184,27 @@ type adaptiveCall struct {
 	req    *http.Request // as passed below, with the marker
 	resp   *http.Response
 	waited atomic.Bool // the marker: set when the call waited below
+	broken atomic.Bool // a read of the body failed (not io.EOF)
+}
+
+// Read is endBody's, noting a read that failed (not io.EOF): a body cut
+// by a transport error is no latency sample, however fast it came.
+func (c *adaptiveCall) Read(p []byte) (int, error) {
+	n, err := c.rc.Read(p)
+	if err != nil {
+		if err != io.EOF {
+			c.broken.Store(true)
+		}
+		c.finish()
+	}
+	return n, err
 }
 
 // bodyEnded gives the permit back once the body ended, a sample or not
-// by LatencySample.
-func (c *adaptiveCall) bodyEnded() { c.b.endAdaptive(c.g, c.p, LatencySample(c.req, c.resp, nil)) }
+// by LatencySample (and none when a read of the body failed).
+func (c *adaptiveCall) bodyEnded() {
+	c.b.endAdaptive(c.g, c.p, !c.broken.Load() && LatencySample(c.req, c.resp, nil))
+}
 
 // roundTripAdaptive is RoundTrip in mode adaptive.
 func (t *bulkheadRT) roundTripAdaptive(req *http.Request) (*http.Response, error) {
@@ -318,6 +344,6 @@ func (b *Bulkhead) endAdaptive(g *adaptiveGen, p adaptivelimiter.Permit, sample 
 		proxy.Drop()
 	}
 	if !retired {
-		b.limitMoved(g.lim.Limit()) // a retired limiter's moves serve no one
+		b.limitMoved() // a retired limiter's moves serve no one
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/iotest"
 	"testing/synctest"
 	"time"
 
@@ -218,6 +219,7 @@ func TestAdaptiveBulkheadSamples(t *testing.T) {
 		below  func(http.RoundTripper) http.RoundTripper // between the bulkhead and the backend
 		ctx    func(context.Context) (context.Context, context.CancelFunc)
 		cancel bool // the caller cancels after the response, before closing the body
+		read   bool // the caller reads the body before closing it
 		sample bool
 	}{
 		{name: "200 answered", step: fakert.Step{Delay: lat}, sample: true},
@@ -239,6 +241,14 @@ func TestAdaptiveBulkheadSamples(t *testing.T) {
 		{name: "caller gone before the body ended", step: fakert.Step{Body: "ok", Delay: lat}, cancel: true},
 		{name: "connection refused", step: fakert.Step{Err: refused, Delay: lat}},
 		{name: "local rejection below", step: fakert.Step{Err: middleware.ErrRateLimited, Delay: lat}},
+		{name: "body cut by a read error", read: true,
+			below: func(http.RoundTripper) http.RoundTripper {
+				return middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
+					time.Sleep(lat)
+					body := io.NopCloser(iotest.ErrReader(io.ErrUnexpectedEOF))
+					return &http.Response{StatusCode: 200, Body: body, Request: r}, nil
+				})
+			}},
 		{name: "waited for a rate-limit token below", step: fakert.Step{Delay: lat},
 			below: func(rt http.RoundTripper) http.RoundTripper {
 				return middleware.NewRateLimit(middleware.RateLimitSettings{RequestsPerSecond: 10, Burst: 1}, middleware.RateLimitOptions{}).Middleware()(rt)
@@ -265,6 +275,9 @@ func TestAdaptiveBulkheadSamples(t *testing.T) {
 					if err == nil {
 						if tt.cancel {
 							cancel()
+						}
+						if tt.read {
+							_, _ = io.Copy(io.Discard, resp.Body)
 						}
 						resp.Body.Close()
 					}
@@ -700,5 +713,21 @@ func TestBulkheadContractInBothModes(t *testing.T) {
 			held.Body.Close()
 			free("the held call ended")
 		})
+	}
+}
+
+// TestLatencySampleDropsACallWhoseContextEnded: a call answered 200 whose
+// body ended after its context did (a Timeout layer above the bulkhead
+// cut it with its deadline, which is not the caller's) is no sample.
+func TestLatencySampleDropsACallWhoseContextEnded(t *testing.T) {
+	ctx, cancel := context.WithDeadlineCause(context.Background(), time.Now().Add(-time.Second), middleware.ErrTimeoutCause)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://svc.test/", nil)
+	if middleware.LatencySample(req, &http.Response{StatusCode: 200, Request: req}, nil) {
+		t.Error("a 200 whose body a timeout cut is a sample; want dropped")
+	}
+	req = req.WithContext(context.Background())
+	if !middleware.LatencySample(req, &http.Response{StatusCode: 200, Request: req}, nil) {
+		t.Error("a 200 whose caller is there is no sample; want recorded")
 	}
 }

@@ -11,3 +11,7 @@ func PerHeaderQuotas(l *RateLimit) int { return l.perHeaderQuotas() }
 func CoalesceIdentity(s CoalesceSettings, req *http.Request) (string, bool) {
 	return Coalesce(s, CoalesceOptions{})(nil).(*coalescer).identity(req)
 }
+
+// ErrTimeoutCause is the cause the Timeout layer ends a call's context
+// with.
+var ErrTimeoutCause = errTimeoutCause

@@ -114,7 +114,9 @@ func Classify(req *http.Request, resp *http.Response, err error) Outcome {
 // layer's, or a transport's own) ended the call before the backend did,
 // which is what the limiter's Permit.Drop is documented for; a local
 // rejection never reached the backend; a caller gone, before or during
-// the body, leaves the latency unknown. Nor is a call that waited in this
+// the body, leaves the latency unknown, and so does a call whose context
+// ended while its body was read (a Timeout layer above the bulkhead cuts
+// the body with its deadline, and the status is still a success). Nor is a call that waited in this
 // process below the bulkhead (a retry's backoff or Retry-After pause, a
 // rate-limit wait): the limiter measures the time a permit was held and
 // takes no duration of ours, so such a call would read as a slow backend;
@@ -129,7 +131,7 @@ func LatencySample(req *http.Request, resp *http.Response, err error) bool {
 		return true
 	}
 	ctx := req.Context()
-	if callerGone(ctx) {
+	if ctx.Err() != nil { // the caller gone, or a timeout above that cut the body
 		return false
 	}
 	w, _ := ctx.Value(localWaitKey{}).(*atomic.Bool)
