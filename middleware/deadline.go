@@ -116,7 +116,7 @@ func PropagateDeadline(s DeadlineSettings) Middleware {
 			if !ok {
 				return next.RoundTrip(req)
 			}
-			if _, set := req.Header[name]; set {
+			if callerHas(req.Header, name) {
 				return next.RoundTrip(req)
 			}
 			r2 := req.WithContext(req.Context())

@@ -154,6 +154,29 @@ func TestPropagateDeadlineCallersHeaderKept(t *testing.T) {
 	})
 }
 
+// TestPropagateDeadlineCallersHeaderInAnyCase: a caller's header set under
+// a name not in canonical form (sent as it is) counts as the caller's: no
+// second copy goes out under the canonical name.
+func TestPropagateDeadlineCallersHeaderInAnyCase(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := fakert.Status(200)
+		req := newReq(t, context.Background(), http.MethodGet, "")
+		req.Header["x-timeout"] = []string{"250"}
+		resp, err := deadlineStack(time.Minute, 3*time.Second, "ms", rt).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		sent := rt.Requests()[0].Header
+		if got := sent.Values("X-Timeout"); len(got) != 0 {
+			t.Errorf("X-Timeout = %q added beside the caller's x-timeout, want none", got)
+		}
+		if got := sent["x-timeout"]; len(got) != 1 || got[0] != "250" {
+			t.Errorf("x-timeout = %q, want the caller's 250", got)
+		}
+	})
+}
+
 // TestPropagateDeadlinePassedSendsZero: a deadline already passed when the
 // layer runs is sent as 0, not left out (which would say "no deadline").
 func TestPropagateDeadlinePassedSendsZero(t *testing.T) {

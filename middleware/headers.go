@@ -154,3 +154,20 @@ func sameOrigin(a, b *url.URL) bool {
 	}
 	return pa == pb
 }
+
+// callerHas reports whether h has a header named name (canonical) in any
+// case of its letters: h["x-timeout-ms"], set without canonicalising, is
+// sent as it is, so it counts as the caller's too. It is the one test of
+// "the caller set this header" for the layers that add one only when the
+// caller did not (the idempotency key, the deadline header).
+func callerHas(h http.Header, name string) bool {
+	if _, ok := h[name]; ok {
+		return true
+	}
+	for k := range h {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
+}

@@ -133,19 +133,8 @@ func (k *idempotencyKeys) forCall(req *http.Request) (string, error) {
 	return id.String(), nil
 }
 
-// callerSet reports whether h has a header named k.header in any case of
-// its letters (h["idempotency-key"], set without canonicalising, too).
-func (k *idempotencyKeys) callerSet(h http.Header) bool {
-	if _, ok := h[k.header]; ok {
-		return true
-	}
-	for name := range h {
-		if strings.EqualFold(name, k.header) {
-			return true
-		}
-	}
-	return false
-}
+// callerSet reports whether the caller set the key's header (callerHas).
+func (k *idempotencyKeys) callerSet(h http.Header) bool { return callerHas(h, k.header) }
 
 // keepsRequest reports whether req, the hop http.Client sent after prev,
 // resends prev's request as it was: prev is a 307 or 308, req has the
