@@ -33,14 +33,15 @@ type CoalesceOptions struct {
 }
 
 // alwaysVary are part of every call's identity, whatever
-// CoalesceSettings.VaryHeaders says. Cookie and Proxy-Authorization say
-// who asks (an http.Client's Jar adds cookies above every transport, so
-// no vary list written for the layer would see them coming): two users
-// never share an answer by them. Range and the conditional headers change
+// CoalesceSettings.VaryHeaders says. Authorization, Cookie and
+// Proxy-Authorization say who asks (an http.Client's Jar adds cookies
+// above every transport, so no vary list written for the layer would see
+// them coming; a vary list written without Authorization would let two
+// tokens share an answer): two users never share an answer by them. Range and the conditional headers change
 // what the answer is (a 206 for a Range, a 304 or 412 for a condition),
 // not only how it is shown, so that no caller gets an answer to a
 // question it did not ask.
-var alwaysVary = []string{"Cookie", "Proxy-Authorization", "Range", "If-Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since"}
+var alwaysVary = []string{"Authorization", "Cookie", "Proxy-Authorization", "Range", "If-Range", "If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since"}
 
 // Coalesce returns the middleware that lets concurrent identical calls
 // share one trip through the layers below it, on
@@ -52,17 +53,17 @@ var alwaysVary = []string{"Cookie", "Proxy-Authorization", "Range", "If-Range", 
 //
 // A call is coalesced when its method is one of s.Methods, it has no body
 // (Body nil or http.NoBody, and ContentLength 0), it asks for no protocol
-// upgrade (no Upgrade header), its context carries no
-// httptrace.ClientTrace (whose hooks would run for one caller only, on the
-// trip's goroutine, even after that caller returned) and, on a redirect
-// hop, its chain back to
-// the first request is intact (Redirects). Its identity is a SHA-256 digest
-// of its method, URL (as resolved above: base_url), Host, the values of
-// s.VaryHeaders and, always, of Cookie, Proxy-Authorization, Range and the
-// conditional headers (names matched case-insensitively), the URLs of the
-// earlier hops of its redirect chain (the layers below decide credentials
-// by them) and its Overrides; secret header values are in the digest
-// only, never kept in clear. Every other call passes through untouched.
+// upgrade (no Upgrade header), its context carries no httptrace.ClientTrace
+// (whose hooks would run for one caller only, on the trip's goroutine, even
+// after that caller returned) and, on a redirect hop, its chain back to the
+// first request is intact (Redirects). Its identity is a SHA-256 digest of
+// its method, URL (as resolved above: base_url), Host, the values of
+// s.VaryHeaders and, always, of Authorization, Cookie, Proxy-Authorization,
+// Range and the conditional headers (names matched case-insensitively), the
+// URLs of the earlier hops of its redirect chain (the layers below decide
+// credentials by them) and its Overrides; secret header values are in the
+// digest only, never kept in clear. Every other call passes through
+// untouched.
 //
 // Calls with the same identity while a trip is under way join it: the
 // first caller's request, with its context's values but neither its
@@ -163,6 +164,7 @@ type trip struct {
 	waiters  int            // callers waiting for it
 	leading  bool           // its first caller is among them
 	stream   *http.Response // an answer over maxBody that no caller took yet
+	taken    bool           // a caller took the stream: its reading, not the waiters, ends the trip
 	panicked *coalescePanic // the trip's panic, once it ended so; nil if none
 	raised   bool           // a caller raised panicked again
 }
@@ -213,10 +215,16 @@ func (c *coalescer) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.waiters++
 	// DoChan runs fn only when no call for key is under way, which is
 	// exactly when t is new (see coalescer). The trip gets a deep copy
-	// (Clone): a first caller that leaves owns its request again and may
-	// change its Header or URL while the layers below still read the
-	// trip's.
-	ch := c.g.DoChan(key, func() (any, error) { return c.run(key, t, req.Clone(t.ctx)), nil })
+	// (Clone), made here, before this caller can return: a first caller
+	// that leaves owns its request again and may change its Header or URL
+	// while the layers below still read the trip's (made in fn, on the
+	// trip's goroutine, the copy itself would race with that change, and
+	// could carry credentials other than those the identity was made of).
+	var treq *http.Request
+	if !joined {
+		treq = req.Clone(t.ctx)
+	}
+	ch := c.g.DoChan(key, func() (any, error) { return c.run(key, t, treq), nil })
 	c.mu.Unlock()
 	if joined {
 		c.join(req)
@@ -258,7 +266,7 @@ func (c *coalescer) identity(req *http.Request) (string, bool) {
 		method = http.MethodGet
 	}
 	if !slices.Contains(c.methods, method) || req.URL == nil ||
-		(req.Body != nil && req.Body != http.NoBody) || req.ContentLength != 0 || req.Header.Get("Upgrade") != "" {
+		(req.Body != nil && req.Body != http.NoBody) || req.ContentLength != 0 || callerHas(req.Header, "Upgrade") {
 		return "", false
 	}
 	// A caller's httptrace.ClientTrace would travel with the trip's
@@ -414,6 +422,10 @@ func (c *coalescer) leave(key string, t *trip, lead bool) {
 			lost = t.panicked
 		}
 	}
+	// A caller reading the stream ends the trip itself (closing its body,
+	// or its own cancellation): the last waiter to leave must not cut
+	// that read.
+	end := last && !t.taken
 	c.mu.Unlock()
 	if stream != nil {
 		stream.Body.Close()
@@ -421,7 +433,7 @@ func (c *coalescer) leave(key string, t *trip, lead bool) {
 	if lost != nil {
 		c.logPanic(t.ctx, lost)
 	}
-	if last {
+	if end {
 		t.cancel()
 	}
 }
@@ -435,6 +447,9 @@ func (c *coalescer) deliver(req *http.Request, t *trip, lead bool, sh *shared) (
 	var stream *http.Response
 	if sh.large && (lead || !t.leading) {
 		stream, t.stream = t.stream, nil
+		if stream != nil {
+			t.taken = true
+		}
 	}
 	if lead {
 		t.leading = false

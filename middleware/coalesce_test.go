@@ -947,3 +947,124 @@ func TestCoalesceLateJoinerInheritsTheTripsAge(t *testing.T) {
 		}
 	})
 }
+
+// TestCoalesceTripCopiesBeforeTheLeaderReturns: the trip's copy of the
+// first caller's request is made before that caller can return, not on
+// the trip's goroutine: a caller whose deadline ends its wait and that
+// then changes its request races with nothing (under -race), and the trip
+// sends the credentials its identity was made of.
+func TestCoalesceTripCopiesBeforeTheLeaderReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var sent atomic.Value
+		c := newCoalesce(coalesceOn(), middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			sent.Store(r.Header.Get("Authorization"))
+			time.Sleep(2 * time.Second) // ignores the trip's context
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+		}))
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		lead := newReq(t, ctx, "GET", "")
+		lead.Header.Set("Authorization", "Bearer alice")
+		if _, err := c.rt.RoundTrip(lead); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("leader: %v, want its deadline", err)
+		}
+		lead.Header.Set("Authorization", "Bearer bob") // the caller's own again
+		time.Sleep(2 * time.Second)
+		if got := sent.Load(); got != "Bearer alice" {
+			t.Errorf("the trip sent Authorization %q, want the leader's as it called (Bearer alice)", got)
+		}
+	})
+}
+
+// liveBody gives its bytes while ctx lives and fails once it ended, as a
+// transport's body does when its request is cancelled.
+type liveBody struct {
+	r   io.Reader
+	ctx context.Context
+}
+
+func (b *liveBody) Read(p []byte) (int, error) {
+	if err := b.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return b.r.Read(p)
+}
+
+func (b *liveBody) Close() error { return nil }
+
+// TestCoalesceLastWaiterLeavingKeepsTheStreamRead: the caller that took a
+// large answer's stream owns the trip; a waiter that leaves after it (the
+// last one, gone just as the answer came) must not cancel the trip and
+// cut that caller's read.
+func TestCoalesceLastWaiterLeavingKeepsTheStreamRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := coalesceOn()
+		s.MaxBody = 10
+		gate, hold := make(chan struct{}), make(chan struct{})
+		next := middleware.RoundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			<-gate
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Request: r,
+				Body: &liveBody{r: strings.NewReader(strings.Repeat("x", 100)), ctx: r.Context()}}, nil
+		})
+		ev := &middleware.Events{Observer: middleware.ObserverFunc(func(_ context.Context, e middleware.Event) {
+			if e.Name == middleware.EventCoalesceJoined {
+				<-hold // the joiner stays a waiter until released
+			}
+		})}
+		rt := middleware.Coalesce(s, middleware.CoalesceOptions{Events: ev})(next)
+		var lead *http.Response
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			resp, err := rt.RoundTrip(newReq(t, t.Context(), "GET", ""))
+			if err != nil {
+				t.Errorf("leader: %v", err)
+				return
+			}
+			lead = resp
+		})
+		synctest.Wait()
+		jctx, jcancel := context.WithCancel(t.Context())
+		wg.Go(func() {
+			if _, err := rt.RoundTrip(newReq(t, jctx, "GET", "")); !errors.Is(err, context.Canceled) {
+				t.Errorf("joiner: %v, want context.Canceled", err)
+			}
+		})
+		synctest.Wait()
+		close(gate) // the large answer comes; the leader takes its stream
+		synctest.Wait()
+		jcancel() // the joiner is gone as the answer comes, and leaves last
+		close(hold)
+		wg.Wait()
+		if lead == nil {
+			t.Fatal("no answer for the leader")
+		}
+		defer lead.Body.Close()
+		b, err := io.ReadAll(lead.Body)
+		if len(b) != 100 || err != nil {
+			t.Errorf("leader read %d bytes, %v; want all 100 and no error", len(b), err)
+		}
+	})
+}
+
+// TestCoalesceAuthorizationAlwaysCounts: a vary_headers list written
+// without Authorization still keeps two tokens from sharing an answer.
+func TestCoalesceAuthorizationAlwaysCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		backend := fakert.New(fakert.Step{Delay: time.Second})
+		s := coalesceOn()
+		s.VaryHeaders = []string{"Accept"}
+		c := newCoalesce(s, backend)
+		reqs := gets(t, t.Context(), 2)
+		reqs[0].Header.Set("Authorization", "Bearer alice")
+		reqs[1].Header.Set("Authorization", "Bearer bob")
+		for _, o := range callAll(c.rt, reqs...) {
+			if o.err != nil {
+				t.Fatal(o.err)
+			}
+			o.resp.Body.Close()
+		}
+		if got := backend.Calls(); got != 2 {
+			t.Errorf("backend requests = %d, want 2 (one per token)", got)
+		}
+	})
+}

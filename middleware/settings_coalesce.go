@@ -17,8 +17,9 @@ type CoalesceSettings struct {
 	Methods []string `koanf:"methods" json:"methods"`
 	// VaryHeaders lists the request headers whose values are part of the
 	// identity of a call: calls that differ in one of them never share a
-	// trip. Names are case-insensitive. Cookie, Proxy-Authorization, Range
-	// and the conditional headers are always part of it, listed or not.
+	// trip. Names are case-insensitive. Authorization, Cookie,
+	// Proxy-Authorization, Range and the conditional headers are always part
+	// of it, listed or not.
 	// Nil means DefaultCoalesceVaryHeaders (Authorization, Accept,
 	// Accept-Encoding); an empty list leaves the method, the URL and the
 	// headers always counted.
