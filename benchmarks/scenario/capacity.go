@@ -131,32 +131,23 @@ func RunCapacity(ctx context.Context, o CapacityOptions) ([]CapacityRow, error) 
 			rows = append(rows, CapacityRow{Stack: name})
 		}
 	}
-	for r := range max(o.Rounds, 1) {
-		for i := range rows {
-			row := &rows[(i+r)%len(rows)]
-			if row.Skipped != "" {
-				continue
-			}
-			if err := ctx.Err(); err != nil {
-				return rows, err
-			}
-			s, skip, err := NewLimitStack(row.Stack)
-			if err != nil {
-				return rows, err
-			}
-			if skip != "" {
-				row.Skipped = skip
-				continue
-			}
+	names := make([]string, len(rows))
+	for i, row := range rows {
+		names[i] = row.Stack
+	}
+	err := interleaved(ctx, o.Rounds, names, func(i int, why string) { rows[i].Skipped = why },
+		func(r, i int, s LimitStack) {
+			row := &rows[i]
 			start := time.Now()
 			round := runCapacity(ctx, o, s)
-			s.Close()
 			row.Rounds = append(row.Rounds, round)
 			if o.Progress != nil {
 				fmt.Fprintf(o.Progress, "capacity round %d %-24s %5.1fs  goodput %.0f/s → %.0f/s, p99 %s → %s\n",
 					r+1, row.Stack, time.Since(start).Seconds(), round.Healthy.Goodput, round.Degraded.Goodput, ms(round.Healthy.P99), ms(round.Degraded.P99))
 			}
-		}
+		})
+	if err != nil {
+		return rows, err
 	}
 	for i := range rows {
 		rows[i].summarize()

@@ -84,30 +84,21 @@ func RunCoalesce(ctx context.Context, o CoalesceOptions) ([]CoalesceRow, error) 
 			rows = append(rows, CoalesceRow{Stack: name})
 		}
 	}
-	for r := range max(o.Rounds, 1) {
-		for i := range rows {
-			row := &rows[(i+r)%len(rows)]
-			if row.Skipped != "" {
-				continue
-			}
-			if err := ctx.Err(); err != nil {
-				return rows, err
-			}
-			s, skip, err := NewLimitStack(row.Stack)
-			if err != nil {
-				return rows, err
-			}
-			if skip != "" {
-				row.Skipped = skip
-				continue
-			}
+	names := make([]string, len(rows))
+	for i, row := range rows {
+		names[i] = row.Stack
+	}
+	err := interleaved(ctx, o.Rounds, names, func(i int, why string) { rows[i].Skipped = why },
+		func(r, i int, s LimitStack) {
+			row := &rows[i]
 			b := burst(ctx, o, s)
-			s.Close()
 			row.Bursts = append(row.Bursts, b)
 			if o.Progress != nil {
 				fmt.Fprintf(o.Progress, "coalesce round %d %-22s %d backend requests, %d/%d OK, %s\n", r+1, row.Stack, b.Requests, b.OK, b.Calls, ms(b.Wall))
 			}
-		}
+		})
+	if err != nil {
+		return rows, err
 	}
 	for i := range rows {
 		rows[i].summarize()
