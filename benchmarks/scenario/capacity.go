@@ -125,15 +125,10 @@ type capCall struct {
 // run gets a fresh Backend and a fresh stack. It talks only to its own
 // loopback servers and returns once every call has ended.
 func RunCapacity(ctx context.Context, o CapacityOptions) ([]CapacityRow, error) {
-	var rows []CapacityRow
-	for _, name := range CapacityNames() {
-		if o.Stacks == nil || slices.Contains(o.Stacks, name) {
-			rows = append(rows, CapacityRow{Stack: name})
-		}
-	}
-	names := make([]string, len(rows))
-	for i, row := range rows {
-		names[i] = row.Stack
+	names := selected(CapacityNames(), o.Stacks)
+	rows := make([]CapacityRow, len(names))
+	for i, name := range names {
+		rows[i].Stack = name
 	}
 	err := interleaved(ctx, o.Rounds, names, func(i int, why string) { rows[i].Skipped = why },
 		func(r, i int, s LimitStack) {

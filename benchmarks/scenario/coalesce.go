@@ -78,15 +78,10 @@ type Burst struct {
 // cached state carries over). It talks only to its own loopback servers and
 // returns once every call has ended.
 func RunCoalesce(ctx context.Context, o CoalesceOptions) ([]CoalesceRow, error) {
-	var rows []CoalesceRow
-	for _, name := range CoalesceNames() {
-		if o.Stacks == nil || slices.Contains(o.Stacks, name) {
-			rows = append(rows, CoalesceRow{Stack: name})
-		}
-	}
-	names := make([]string, len(rows))
-	for i, row := range rows {
-		names[i] = row.Stack
+	names := selected(CoalesceNames(), o.Stacks)
+	rows := make([]CoalesceRow, len(names))
+	for i, name := range names {
+		rows[i].Stack = name
 	}
 	err := interleaved(ctx, o.Rounds, names, func(i int, why string) { rows[i].Skipped = why },
 		func(r, i int, s LimitStack) {

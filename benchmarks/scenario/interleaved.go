@@ -1,6 +1,9 @@
 package scenario
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // interleaved runs every stack named in names once per round, rounds
 // times (at least once), in an order rotated by one stack each round, so
@@ -36,4 +39,13 @@ func interleaved(ctx context.Context, rounds int, names []string, skip func(i in
 		}
 	}
 	return nil
+}
+
+// selected returns the names of all that only lists, in all's order; a
+// nil only selects every one.
+func selected(all, only []string) []string {
+	if only == nil {
+		return all
+	}
+	return slices.DeleteFunc(slices.Clone(all), func(n string) bool { return !slices.Contains(only, n) })
 }
