@@ -480,14 +480,7 @@ func TestAdaptiveBulkheadWaiterAcrossUpdate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := make(chan *http.Response, 1)
-		go func() {
-			resp, err := getVia(t.Context(), rt)
-			if err != nil {
-				t.Error(err)
-			}
-			got <- resp
-		}()
+		got := callInBackground(t, t.Context(), rt)
 		synctest.Wait() // the second caller waits for the permit
 		s.MaxLimit = 2
 		bh.Update(s)
@@ -554,14 +547,7 @@ func TestAdaptiveBulkheadReloadNeverExceedsLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := make(chan *http.Response, 1)
-		go func() {
-			resp, err := getVia(t.Context(), rt)
-			if err != nil {
-				t.Error(err)
-			}
-			got <- resp
-		}()
+		got := callInBackground(t, t.Context(), rt)
 		synctest.Wait() // W waits
 		s.MinLimit, s.MaxLimit = 1, 3
 		bh.Update(s)
@@ -617,14 +603,7 @@ func TestAdaptiveBulkheadWaiterMovesOnUpdate(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer held.Body.Close()
-				got := make(chan *http.Response, 1)
-				go func() {
-					resp, err := getVia(t.Context(), rt)
-					if err != nil {
-						t.Error(err)
-					}
-					got <- resp
-				}()
+				got := callInBackground(t, t.Context(), rt)
 				synctest.Wait() // the second caller waits
 				start := time.Now()
 				bh.Update(tt.next(s))
@@ -730,4 +709,20 @@ func TestLatencySampleDropsACallWhoseContextEnded(t *testing.T) {
 	if !middleware.LatencySample(req, &http.Response{StatusCode: 200, Request: req}, nil) {
 		t.Error("a 200 whose caller is there is no sample; want recorded")
 	}
+}
+
+// callInBackground sends a GET through rt under ctx on a goroutine of its
+// own and returns where its response arrives (nil after an error, which
+// fails the test): a caller that will wait, for the test to act meanwhile.
+func callInBackground(t *testing.T, ctx context.Context, rt http.RoundTripper) <-chan *http.Response {
+	t.Helper()
+	got := make(chan *http.Response, 1)
+	go func() {
+		resp, err := getVia(ctx, rt)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- resp
+	}()
+	return got
 }
